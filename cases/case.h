@@ -1,0 +1,94 @@
+// The case model: one struct that describes a scenario completely, and its
+// stable, human-readable id. The id is the serialization: the supervisor sends
+// ids to workers, replay tokens embed them, and parse_case_id(format_case_id(c))
+// gives back an identical case. Pure C++ (no CUDA).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dcp {
+
+enum class DType : uint8_t { kFp16, kBf16, kFp32 };
+enum class LseBase : uint8_t { kE, k2 };
+
+// Which ranks have an empty KV shard (seq_lens[s] == 0) for which sequence.
+enum class EmptyPattern : uint8_t {
+  kNone,    // no seq_lens passed at all (the kernel's "no masking" path)
+  kOne,     // one rank (chosen from the seed) is empty for every sequence
+  kAll,     // every rank is empty for about half the sequences: those rows are exactly 0
+  kRandom,  // each (rank, sequence) empty with probability ~0.3, one token per sequence
+  kSpec,    // several tokens per sequence (speculative decoding), random empties
+};
+
+// Special LSE values planted in some rows of some sources.
+enum class SpecialLse : uint8_t {
+  kNone,
+  kEqual,    // all sources share one LSE for planted rows
+  kHugeGap,  // one source dominates by > 200 (others underflow exp2 in fp32)
+  kPosInf,   // +inf (counts as -inf per SPEC)
+  kNegInf,   // -inf
+  kNan,      // NaN (counts as -inf per SPEC)
+};
+
+enum class ExecMode : uint8_t {
+  kEager,      // one call at a time, host sync after each
+  kGraph,      // capture once per slot, replay num_calls times, fresh inputs before each replay
+  kPipelined,  // num_calls back-to-back with no host sync, every output kept and checked
+  kMixed,      // eager, graph and pipelined batches mixed (order drawn from the seed)
+};
+
+// A model geometry: heads per rank and head dim after TP sharding.
+struct Geometry {
+  std::string name;         // preset name ("kimi") or "" for custom
+  int heads_per_rank = 0;   // H
+  int head_dim = 0;         // D (multiple of 8)
+  int max_tokens = 0;       // workspace capacity (max T)
+  int storage_heads = 0;    // heads of the padded backing storage (0: none, pad by 8 elements)
+  std::string source;       // where the numbers come from (public config)
+  bool operator==(const Geometry&) const = default;
+};
+
+struct Case {
+  int dcp_size = 2;  // W: ranks in one DCP group
+  Geometry geometry;
+  DType out_dtype = DType::kBf16;
+  DType lse_dtype = DType::kFp32;
+  LseBase lse_base = LseBase::k2;
+  int num_tokens = 1;         // T, 1 <= T <= geometry.max_tokens
+  int out_pad_elems = 0;      // extra elements per token row of partial_output (multiple of 8)
+  int lse_pad_elems = 0;      // extra elements per token row of partial_lse
+  EmptyPattern empty = EmptyPattern::kNone;
+  SpecialLse special = SpecialLse::kNone;
+  int num_slots = 1;          // ubatch slots used (1 or 2); with 2 the order is drawn from the seed
+  ExecMode mode = ExecMode::kEager;
+  int num_calls = 1;          // calls (eager), replays (graph), depth (pipelined), total (mixed)
+  int num_layers = 1;         // each call repeated for L layers on the same workspace
+  bool skew = false;          // random per-rank delays before calls
+  std::optional<uint32_t> epoch_start;  // set every slot's epoch to this before the case
+  uint64_t seed = 0;          // mixed into every generated value (printed as hex)
+
+  bool operator==(const Case&) const = default;
+
+  int out_token_stride() const;  // elements: W*H*D + out_pad_elems
+  int lse_token_stride() const;  // elements: W*H + lse_pad_elems
+};
+
+// Format: dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone[-special<v>]-ub2-graph4
+//         [-l<L>][-skew][-ep<hex>]-s<hex>
+// "contig" replaces "pad0x0". A custom geometry is written h<H>d<D>m<maxT>[p<storage>].
+std::string format_case_id(const Case& c);
+
+// Parses an id; on failure returns nullopt and sets *error to one clear line.
+std::optional<Case> parse_case_id(std::string_view id, std::string* error);
+
+// Short names used in ids, summaries and the CLI.
+std::string_view to_string(DType d);
+std::string_view to_string(LseBase b);
+std::string_view to_string(EmptyPattern e);
+std::string_view to_string(SpecialLse s);
+std::string_view to_string(ExecMode m);
+
+}  // namespace dcp

@@ -1,0 +1,38 @@
+// Counter-based inputs: value = f(seed, group, op, source rank, index), so any
+// rank regenerates any peer's inputs and any case replays alone. Inputs are
+// random and non-trivial (never all zero); rows masked by an empty KV shard and
+// rows whose LSE is planted as -inf/+inf/NaN hold NaN garbage, so a kernel that
+// reads a zero-weight source is caught.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "case.h"
+
+namespace dcp {
+
+// Sequence layout of one op: query_start_loc (S+1 entries) is shared by all
+// ranks; seq_lens[src][s] == 0 marks src's KV shard empty for sequence s.
+struct SequenceLayout {
+  std::vector<int32_t> query_start_loc;        // empty when c.empty == kNone
+  std::vector<std::vector<int32_t>> seq_lens;  // [W][S]
+  bool row_masked(int src, int token) const;   // src's shard empty for token's sequence
+};
+SequenceLayout generate_layout(const Case& c, int group_idx, int op_idx);
+
+// One source rank's inputs exactly as its kernel reads them (strided, in the
+// case's dtypes, raw little-endian bytes).
+struct SourceInputs {
+  std::vector<uint8_t> partial_output;  // T * out_token_stride elements
+  std::vector<uint8_t> partial_lse;     // T * lse_token_stride elements
+};
+SourceInputs generate_source_inputs(const Case& c, int group_idx, int op_idx, int src);
+
+// Single values, for the reference (exactly the values stored above, as double).
+double generated_output_value(const Case& c, int group_idx, int op_idx, int src, int token,
+                              int head /* in [0, W*H) */, int dim);
+double generated_lse_value(const Case& c, int group_idx, int op_idx, int src, int token,
+                           int head /* in [0, W*H) */);
+
+}  // namespace dcp

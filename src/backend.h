@@ -1,0 +1,69 @@
+// The one interface between the case runner and what executes the operation:
+// the GPU (CUDA IPC symmetric memory + our kernels) or the host model (shared
+// memory + the same protocol with C++ atomics). A backend instance serves one
+// rank in one DCP group and owns that group's persistent workspace.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "case.h"
+#include "rendezvous.h"
+#include "wait_status.h"
+
+namespace dcp {
+
+enum class Impl : uint8_t { kDirect, kStock };
+
+struct BackendConfig {
+  int global_rank = 0;
+  int group_rank = 0;        // rank within the DCP group
+  int group_idx = 0;         // which group of this size (world / dcp_size groups)
+  int dcp_size = 2;
+  std::vector<int> members;  // global ranks of this group, ascending
+  Geometry geometry;         // sizes the workspace (max_tokens, H, D)
+  Impl impl = Impl::kDirect;
+  int mutant = 0;            // 0: the correct kernel; >0 only from `selftest`
+  double spin_timeout_s = 10;  // bounded device/host spin before trap
+  int device = 0;            // CUDA device ordinal (gpu backend)
+  WaitStatus* status = nullptr;  // this rank's status board entry
+  std::string run_id;        // unique per run: names shared-memory segments
+};
+
+// One call's inputs on this rank, exactly as the kernel reads them.
+struct CallInputs {
+  int op_idx = 0;            // call index * num_layers + layer
+  int slot = 0;              // ubatch slot
+  uint32_t skew_ns = 0;      // delay before this call (0: none)
+  std::vector<uint8_t> partial_output;  // T rows of out_token_stride() elements, out dtype
+  std::vector<uint8_t> partial_lse;     // T rows of lse_token_stride() elements, lse dtype
+  std::vector<int32_t> seq_lens;        // empty when the case has no masking
+  std::vector<int32_t> query_start_loc; // seq_lens.size() + 1 entries, or empty
+};
+
+// Calls executed together. kEager: host sync after each call. kGraph: one graph
+// per slot captured on first use, inputs copied into the captured buffers and
+// the output poisoned before every replay. kPipelined: all calls launched back
+// to back with no host sync, each with its own buffers.
+struct Batch {
+  ExecMode mode = ExecMode::kEager;  // never kMixed here
+  std::vector<CallInputs> calls;
+};
+
+class RankBackend {
+ public:
+  virtual ~RankBackend() = default;
+  virtual std::string name() const = 0;  // "gpu" or "host"
+  // Called by every group rank between two group barriers, so the workspace is
+  // quiescent: resets every slot's epoch and flags when c.epoch_start is set.
+  virtual void begin_case(const Case& c) = 0;
+  // Runs a batch; returns each call's output, [T, H, D] contiguous in the out
+  // dtype, in call order. Outputs are poisoned (all-ones bit pattern, a NaN in
+  // fp16 and bf16) before every call, so unwritten elements are caught.
+  // Throws KernelFault for device traps and hangs, HarnessError otherwise.
+  virtual std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) = 0;
+};
+
+}  // namespace dcp

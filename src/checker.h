@@ -1,0 +1,32 @@
+// Checks one call's output on one rank against the float64 reference, element
+// by element. Tolerance (documented in checker.cpp): the kernel computes in fp32
+// and rounds once, so |got - want| <= 0.5 ulp_out(|want| + e32) + e32, where e32
+// bounds the fp32 arithmetic error from the reference's own terms. NaN never
+// passes unless the reference is NaN (it never is for these inputs).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "case.h"
+#include "results.h"
+
+namespace dcp {
+
+struct CheckProfile {
+  bool upstream = false;  // rtol = atol = 3e-2 against an fp32 reference (selftest column)
+};
+
+struct CallCheck {
+  int64_t num_checked = 0;
+  int64_t num_mismatches = 0;
+  int64_t num_nan = 0;
+  std::vector<Mismatch> first_mismatches;  // up to max_reported
+};
+
+// `got` is [T, H, D] contiguous in c.out_dtype. group_rank selects the head slice.
+CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int global_rank,
+                            int op_idx, const std::vector<uint8_t>& got,
+                            const CheckProfile& profile = {}, int max_reported = 8);
+
+}  // namespace dcp

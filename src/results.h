@@ -1,0 +1,60 @@
+// What a run produces: per-rank per-case results (sent by workers over the
+// socket as JSON), merged per case by the supervisor, then handed to the
+// reporters (terminal, --json, --junit). Field names here are the JSON names.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dcp {
+
+struct Mismatch {
+  int rank = 0;        // global rank
+  int op_idx = 0;      // which call (call * layers + layer)
+  int token = 0;
+  int head = 0;        // head within the rank's slice [0, H)
+  int dim = 0;
+  double got = 0;
+  double want = 0;
+  double err_ulps = 0;       // |got - want| in ULPs of the output dtype at want
+  double tolerance_ulps = 0;
+  std::string likely_source; // e.g. "source 2's partial, unweighted" or ""
+};
+
+struct RankCaseResult {
+  std::string case_id;
+  int rank = 0;
+  bool passed = false;
+  int64_t num_checked = 0;     // elements compared
+  int64_t num_mismatches = 0;  // includes NaNs
+  int64_t num_nan = 0;
+  std::vector<Mismatch> first_mismatches;  // up to 8
+  uint64_t output_hash = 0;    // FNV-1a over every output byte of every call
+  double elapsed_ms = 0;
+  std::string error;           // non-empty when the case could not complete
+  std::string error_kind;      // "", "kernel", "harness"
+};
+
+enum class CaseStatus { kPass, kFail, kError, kSkipped };
+
+struct CaseResult {
+  std::string case_id;
+  std::string suite;
+  CaseStatus status = CaseStatus::kSkipped;
+  std::string message;         // one-line summary of the failure or skip reason
+  std::string replay;          // full replay command line
+  double elapsed_ms = 0;       // max over ranks
+  std::vector<RankCaseResult> ranks;
+};
+
+void to_json(nlohmann::json& j, const Mismatch& m);
+void from_json(const nlohmann::json& j, Mismatch& m);
+void to_json(nlohmann::json& j, const RankCaseResult& r);
+void from_json(const nlohmann::json& j, RankCaseResult& r);
+std::string_view to_string(CaseStatus s);
+
+}  // namespace dcp
