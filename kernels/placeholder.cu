@@ -1,0 +1,1 @@
+// Placeholder so the kernels library has a source until the kernels land.
