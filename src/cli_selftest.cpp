@@ -1,0 +1,176 @@
+// `dcp-check selftest`: runs a suite on the correct kernel and on every mutant
+// of the chosen backend, prints which mutants the suite catches (and which the
+// upstream test's profile would miss), exits 0 only when every mutant that can
+// be exposed here is caught. Mutants are reachable from this command only.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+
+#include "cli.h"
+#include "errors.h"
+#include "options.h"
+#include "selftest.h"
+#include "session.h"
+#include "suites.h"
+
+namespace dcp {
+namespace {
+
+// Hanging mutants cost one deadline each: a short default keeps the whole
+// table within minutes. The correct kernel runs under the same deadline.
+constexpr double kDefaultSelftestTimeoutS = 5;
+
+struct SelftestOptions {
+  int world = kMinWorld;
+  GeometryOptions geometry;
+  SelectionOptions selection;
+  SessionOptions session;  // backend, timeout, mps (impl is always direct)
+  std::string mutants;     // comma-separated names or ids; "" = all
+  bool fast = false;
+  bool no_upstream = false;
+  std::string json_path;
+  bool quiet = false;
+  bool verbose = false;
+};
+
+class RealSelftestSession : public SelftestSession {
+ public:
+  explicit RealSelftestSession(const SessionConfig& config) : session_(config) {}
+  CaseResult run_case(const Case& c, const std::string& suite) override {
+    return session_.run_case(c, suite);
+  }
+  bool dead() const override { return session_.dead(); }
+  const EnvironmentInfo& environment() const override { return session_.environment(); }
+
+ private:
+  Session session_;
+};
+
+std::vector<Case> select_cases(const std::string& suite, const SuiteOptions& suite_opts,
+                               const CaseSelection& selection) {
+  std::vector<Case> cases;
+  try {
+    for (Case& c : build_suite(suite, suite_opts)) {
+      if (selection.matches(format_case_id(c))) cases.push_back(std::move(c));
+    }
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(fmt::format("--suite {}: {}", suite, e.what()));
+  }
+  return cases;
+}
+
+// The command line that reruns this selftest configuration; the table appends
+// " --mutants NAME --filter '^ID$'" to rerun one mutant on one case.
+std::string rerun_prefix(const SelftestOptions& o, const SessionConfig& config) {
+  std::string cmd = fmt::format("dcp-check selftest --backend {} --world {} --geometry {}",
+                                o.session.backend, o.world, o.geometry.name);
+  if (o.geometry.heads_per_rank)
+    cmd += fmt::format(" --heads-per-rank {}", *o.geometry.heads_per_rank);
+  if (o.geometry.head_dim) cmd += fmt::format(" --head-dim {}", *o.geometry.head_dim);
+  if (o.geometry.max_tokens) cmd += fmt::format(" --max-tokens {}", *o.geometry.max_tokens);
+  cmd += fmt::format(" --suite {} --seed {} --timeout {:g}", o.selection.suite, o.selection.seed,
+                     config.timeout_s);
+  if (o.session.mps != "auto") cmd += " --mps " + o.session.mps;
+  return cmd;
+}
+
+int run_selftest_command(const SelftestOptions& o) {
+  validate_world(o.world);
+  const Geometry geometry = resolve_geometry(o.geometry, o.world);
+  const CaseSelection selection = validate_selection(o.selection);
+  ReportOptions report_opts;
+  report_opts.json_path = o.json_path;
+  report_opts.quiet = o.quiet;
+  report_opts.verbose = o.verbose;
+  validate_report_options(report_opts);
+  const SessionConfig base = make_session_config(o.session, report_opts, o.world, geometry);
+
+  SelftestPlan plan;
+  plan.suite = selection.suite;
+  plan.fast = o.fast;
+  plan.mutants = select_mutants(mutants_for_backend(base.backend), o.mutants);
+  const SuiteOptions suite_opts{
+      .world = o.world, .geometry = geometry, .base_seed = selection.seed};
+  plan.cases = select_cases(selection.suite, suite_opts, selection);
+  if (plan.cases.empty()) {
+    throw UsageError(fmt::format("--filter '{}': matches no case of suite {}", selection.filter,
+                                 selection.suite));
+  }
+  // The filter applies to both columns: rerunning one case of the main suite
+  // usually leaves no upstream case, and then the column is simply off.
+  if (!o.no_upstream) plan.upstream_cases = select_cases("upstream", suite_opts, selection);
+
+  const bool quiet = o.quiet;
+  auto say = [quiet](const std::string& line) {
+    if (quiet) return;
+    std::fputs((line + "\n").c_str(), stdout);
+    std::fflush(stdout);
+  };
+  say(
+      fmt::format("dcp-check selftest: backend {}, world {}, geometry {}, suite {} ({} cases), "
+                  "{} mutants, upstream profile {}, deadline {:g} s{}",
+                  o.session.backend, o.world, o.geometry.name, plan.suite, plan.cases.size(),
+                  plan.mutants.size(),
+                  plan.upstream_cases.empty() ? std::string("off")
+                                              : fmt::format("{} cases", plan.upstream_cases.size()),
+                  base.timeout_s, plan.fast ? ", --fast" : ""));
+
+  SessionFactory factory = [&base](int mutant, const CheckProfile& profile) {
+    SessionConfig config = base;
+    config.mutant = mutant;
+    config.profile = profile;
+    return std::unique_ptr<SelftestSession>(std::make_unique<RealSelftestSession>(config));
+  };
+  const SelftestReport report = run_selftest(plan, factory, say);
+  std::fputs(format_selftest_table(report, rerun_prefix(o, base)).c_str(), stdout);
+  std::fflush(stdout);
+
+  if (!o.json_path.empty()) {
+    nlohmann::json j = report;
+    j["world"] = o.world;
+    j["geometry"] = o.geometry.name;
+    j["timeout_s"] = base.timeout_s;
+    std::ofstream out(o.json_path);
+    out << j.dump(2) << "\n";
+    if (!out) throw HarnessError(fmt::format("--json {}: write failed", o.json_path));
+  }
+  return report.exit_code();
+}
+
+}  // namespace
+
+CLI::App* add_selftest_command(CLI::App& app, CliContext& ctx) {
+  auto opts = std::make_shared<SelftestOptions>();
+  opts->session.timeout_s = kDefaultSelftestTimeoutS;
+  CLI::App* cmd = app.add_subcommand(
+      "selftest",
+      "Prove the checker can fail: run a suite on the correct kernel (must pass) and on every "
+      "deliberately broken kernel variant (each must be caught); exit 1 if any survives");
+  add_world_option(cmd, opts->world);
+  add_geometry_options(cmd, opts->geometry);
+  add_selection_options(cmd, opts->selection);
+  cmd->add_option("-b,--backend", opts->session.backend,
+                  "gpu (default; kernels/mutants.h) | host (the host model's protocol mutants)");
+  cmd->add_option("-t,--timeout", opts->session.timeout_s,
+                  fmt::format("Per-call deadline in seconds (default {:g}: hanging mutants cost "
+                              "one deadline each)",
+                              kDefaultSelftestTimeoutS));
+  cmd->add_option("--mps", opts->session.mps,
+                  "auto (default) | on | off: CUDA MPS when ranks share a GPU");
+  cmd->add_option("--mutants", opts->mutants,
+                  "Only these mutants: comma-separated names or ids (default: all)");
+  cmd->add_flag("--fast", opts->fast,
+                "Stop each mutant at its first detection (no per-mutant case count)");
+  cmd->add_flag("--no-upstream", opts->no_upstream,
+                "Skip the upstream-profile column (the upstream suite at 3e-2 vs fp32)");
+  cmd->add_option("--json", opts->json_path, "Write the selftest table as JSON");
+  cmd->add_flag("-q,--quiet", opts->quiet, "Print only the table and the verdict");
+  cmd->add_flag("-v,--verbose", opts->verbose, "More detail from the sessions");
+  cmd->callback([opts, &ctx] { ctx.action = [opts] { return run_selftest_command(*opts); }; });
+  return cmd;
+}
+
+}  // namespace dcp

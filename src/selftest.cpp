@@ -1,0 +1,477 @@
+// The self-test engine: runs the correct kernel and every mutant through a
+// suite, one fresh session per (kernel variant, profile), and classifies the
+// outcome. See selftest.h for the invariants.
+#include "selftest.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <string_view>
+
+#include "errors.h"
+#include "host_mutants.h"
+#include "mutants.h"
+
+namespace dcp {
+namespace {
+
+constexpr size_t kMaxCorrectFailures = 3;  // failures of the correct kernel kept for the message
+
+bool is_failure(CaseStatus s) { return s == CaseStatus::kFail || s == CaseStatus::kError; }
+
+bool contains_any(std::string_view text, std::initializer_list<std::string_view> words) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return std::any_of(words.begin(), words.end(),
+                     [&](std::string_view w) { return lower.find(w) != std::string::npos; });
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Runs `cases` on a fresh session. With stop_at_first the run ends at the first
+// failing case; it always ends when the session dies (a hang, crash or trap
+// takes every worker down, and restarting per remaining case would cost one
+// timeout each). `env` (optional) receives the session's environment.
+ProfileOutcome run_cases(const SessionFactory& factory, int mutant, const CheckProfile& profile,
+                         const std::vector<Case>& cases, const std::string& suite,
+                         bool stop_at_first, std::vector<CaseResult>* failures,
+                         EnvironmentInfo* env) {
+  ProfileOutcome out;
+  out.num_cases = static_cast<int>(cases.size());
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<SelftestSession> session;
+  try {
+    session = factory(mutant, profile);
+  } catch (const KernelFault& e) {
+    // The variant broke start-up itself: detected, by a crash, before any case.
+    out.detected = true;
+    out.how = DetectHow::kCrash;
+    out.first_case = "(start-up)";
+    out.first_message = e.what();
+    out.stopped = "the session could not start";
+    out.elapsed_s = seconds_since(start);
+    return out;
+  }
+  if (env != nullptr) *env = session->environment();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    CaseResult r = session->run_case(cases[i], suite);
+    if (r.status == CaseStatus::kSkipped) {
+      if (session->dead()) break;  // handled below
+      continue;
+    }
+    ++out.num_run;
+    if (is_failure(r.status)) {
+      ++out.num_caught;
+      if (!out.detected) {
+        out.detected = true;
+        out.how = classify_failure(r);
+        out.first_case = r.case_id.empty() ? format_case_id(cases[i]) : r.case_id;
+        out.first_message = r.message;
+        out.first_replay = r.replay;
+      }
+      if (failures != nullptr && failures->size() < kMaxCorrectFailures) failures->push_back(r);
+    }
+    const bool more = i + 1 < cases.size();
+    if (more && session->dead()) break;
+    if (more && stop_at_first && out.detected) {
+      out.stopped = "stopped at the first detection";
+      break;
+    }
+  }
+  if (out.stopped.empty() && out.num_run < out.num_cases && session->dead()) {
+    out.stopped = out.detected ? fmt::format("the {} ended the session", to_string(out.how))
+                               : std::string("the session died");
+  }
+  out.elapsed_s = seconds_since(start);
+  return out;
+}
+
+MutantOutcome judge(const MutantInfo& m, bool catchable_here, ProfileOutcome strict,
+                    std::optional<ProfileOutcome> upstream) {
+  MutantOutcome o;
+  o.mutant = m;
+  o.catchable_here = catchable_here;
+  o.strict = std::move(strict);
+  o.upstream = std::move(upstream);
+  if (o.strict.detected) {
+    o.verdict = MutantVerdict::kDetected;
+    if (!catchable_here) o.note = "detected although marked not catchable here";
+  } else if (!catchable_here) {
+    o.verdict = MutantVerdict::kNotCatchableHere;
+    o.note = "not catchable here: " + m.uncatchable_reason;
+  } else {
+    o.verdict = MutantVerdict::kSurvived;
+    o.note = "SURVIVED: the suite misses this bug";
+  }
+  if (!o.strict.stopped.empty() && o.strict.detected) {
+    o.note += (o.note.empty() ? "" : "; ") + o.strict.stopped;
+  }
+  return o;
+}
+
+std::string summary_line(size_t idx, size_t total, const MutantOutcome& o) {
+  std::string line = fmt::format("[{}/{}] {} ({}): {}", idx, total, o.mutant.name, o.mutant.kind,
+                                 to_string(o.verdict));
+  if (o.strict.detected) {
+    line += fmt::format(" by {} in {}/{} cases", to_string(o.strict.how), o.strict.num_caught,
+                        o.strict.num_run);
+  }
+  if (o.upstream) line += o.upstream->detected ? "; upstream: caught" : "; upstream: missed";
+  return line + fmt::format(" ({:.1f} s)",
+                            o.strict.elapsed_s + (o.upstream ? o.upstream->elapsed_s : 0.0));
+}
+
+}  // namespace
+
+std::string_view to_string(DetectHow h) {
+  switch (h) {
+    case DetectHow::kNone:
+      return "none";
+    case DetectHow::kMismatch:
+      return "mismatch";
+    case DetectHow::kNan:
+      return "nan";
+    case DetectHow::kHang:
+      return "hang";
+    case DetectHow::kTrap:
+      return "trap";
+    case DetectHow::kCrash:
+      return "crash";
+    case DetectHow::kError:
+      return "error";
+  }
+  return "?";
+}
+
+std::string_view to_string(MutantVerdict v) {
+  switch (v) {
+    case MutantVerdict::kDetected:
+      return "detected";
+    case MutantVerdict::kSurvived:
+      return "SURVIVED";
+    case MutantVerdict::kNotCatchableHere:
+      return "not catchable here";
+  }
+  return "?";
+}
+
+DetectHow classify_failure(const CaseResult& r) {
+  if (r.status == CaseStatus::kFail) {
+    int64_t bad = 0;
+    int64_t nan = 0;
+    for (const auto& rank : r.ranks) {
+      bad += rank.num_mismatches;
+      nan += rank.num_nan;
+    }
+    return bad > 0 && nan == bad ? DetectHow::kNan : DetectHow::kMismatch;
+  }
+  if (r.status != CaseStatus::kError) return DetectHow::kNone;
+  // The supervisor's diagnosis names the cause; rank errors back it up. A trap
+  // is checked first: a device trap is also reported as "waiting on ...".
+  std::string text = r.message;
+  for (const auto& rank : r.ranks) text += " " + rank.error;
+  if (contains_any(text, {"trap", "illegal", "unspecified launch failure"})) {
+    return DetectHow::kTrap;
+  }
+  if (contains_any(text, {"hang", "deadline", "timed out", "timeout", "waits on", "waiting on"})) {
+    return DetectHow::kHang;
+  }
+  if (contains_any(text, {"crash", "signal", "exited", "killed", "died", "closed its socket"})) {
+    return DetectHow::kCrash;
+  }
+  return DetectHow::kError;
+}
+
+std::vector<MutantInfo> mutants_for_backend(BackendKind backend) {
+  std::vector<MutantInfo> out;
+  if (backend == BackendKind::kHost) {
+    // The host model runs each rank on its own CPU process: nothing is hidden by
+    // a shared device, so every host mutant must be caught.
+    for (const auto& m : kHostMutants) {
+      out.push_back(
+          {m.id, std::string(m.name), std::string(m.kind), std::string(m.description), true, ""});
+    }
+    return out;
+  }
+  for (const auto& m : kGpuMutants) {
+    out.push_back({m.id, std::string(m.name), std::string(m.kind), std::string(m.description),
+                   m.catchable_on_shared_gpu, std::string(m.uncatchable_reason)});
+  }
+  return out;
+}
+
+bool mutant_catchable_here(const MutantInfo& m, const EnvironmentInfo& env) {
+  return m.catchable_on_shared_gpu || !env.ranks_share_gpu;
+}
+
+std::vector<MutantInfo> select_mutants(const std::vector<MutantInfo>& all,
+                                       const std::string& selection) {
+  if (selection.empty()) return all;
+  std::vector<MutantInfo> picked;
+  size_t pos = 0;
+  while (pos <= selection.size()) {
+    size_t comma = selection.find(',', pos);
+    if (comma == std::string::npos) comma = selection.size();
+    const std::string item = selection.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (item.empty()) continue;
+    auto it = std::find_if(all.begin(), all.end(), [&](const MutantInfo& m) {
+      return m.name == item || std::to_string(m.id) == item;
+    });
+    if (it == all.end()) {
+      std::string names;
+      for (const auto& m : all) names += (names.empty() ? "" : ", ") + m.name;
+      throw UsageError(fmt::format("--mutants: unknown mutant '{}' (known: {})", item, names));
+    }
+    if (std::none_of(picked.begin(), picked.end(),
+                     [&](const MutantInfo& m) { return m.id == it->id; })) {
+      picked.push_back(*it);
+    }
+  }
+  if (picked.empty()) throw UsageError("--mutants: no mutant named");
+  return picked;
+}
+
+int SelftestReport::num_detected() const {
+  return static_cast<int>(std::count_if(mutants.begin(), mutants.end(), [](const auto& m) {
+    return m.verdict == MutantVerdict::kDetected;
+  }));
+}
+int SelftestReport::num_survived() const {
+  return static_cast<int>(std::count_if(mutants.begin(), mutants.end(), [](const auto& m) {
+    return m.verdict == MutantVerdict::kSurvived;
+  }));
+}
+int SelftestReport::num_not_catchable_here() const {
+  return static_cast<int>(std::count_if(mutants.begin(), mutants.end(), [](const auto& m) {
+    return m.verdict == MutantVerdict::kNotCatchableHere;
+  }));
+}
+int SelftestReport::exit_code() const {
+  if (!correct_passed || num_survived() > 0) return kExitKernelFailure;
+  return kExitPass;
+}
+
+SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& factory,
+                            const SelftestProgress& progress) {
+  const auto say = [&](const std::string& line) {
+    if (progress) progress(line);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  SelftestReport report;
+  report.suite = plan.suite;
+  const CheckProfile strict_profile{};
+  const CheckProfile upstream_profile{.upstream = true};
+  const bool with_upstream = !plan.upstream_cases.empty();
+
+  EnvironmentInfo env;
+  report.correct = run_cases(factory, 0, strict_profile, plan.cases, plan.suite,
+                             /*stop_at_first=*/false, &report.correct_failures, &env);
+  report.backend = env.backend;
+  report.ranks_share_gpu = env.ranks_share_gpu;
+  say(fmt::format("correct kernel, suite {}: {} of {} cases failed ({:.1f} s)", plan.suite,
+                  report.correct.num_caught, report.correct.num_cases, report.correct.elapsed_s));
+  bool passed = !report.correct.detected && report.correct.stopped.empty();
+  if (passed && with_upstream) {
+    report.correct_upstream = run_cases(factory, 0, upstream_profile, plan.upstream_cases,
+                                        "upstream", false, &report.correct_failures, nullptr);
+    const auto& up = *report.correct_upstream;
+    say(fmt::format("correct kernel, upstream profile: {} of {} cases failed ({:.1f} s)",
+                    up.num_caught, up.num_cases, up.elapsed_s));
+    passed = !up.detected && up.stopped.empty();
+  }
+  report.correct_passed = passed;
+  if (!passed) {
+    report.elapsed_s = seconds_since(start);
+    return report;  // mutants prove nothing against a checker that fails correct kernels
+  }
+
+  for (size_t i = 0; i < plan.mutants.size(); ++i) {
+    const MutantInfo& m = plan.mutants[i];
+    ProfileOutcome strict = run_cases(factory, m.id, strict_profile, plan.cases, plan.suite,
+                                      plan.fast, nullptr, nullptr);
+    std::optional<ProfileOutcome> upstream;
+    if (with_upstream) {
+      // Only "would it catch it" matters here: stop at the first detection.
+      upstream = run_cases(factory, m.id, upstream_profile, plan.upstream_cases, "upstream",
+                           /*stop_at_first=*/true, nullptr, nullptr);
+    }
+    report.mutants.push_back(
+        judge(m, mutant_catchable_here(m, env), std::move(strict), std::move(upstream)));
+    say(summary_line(i + 1, plan.mutants.size(), report.mutants.back()));
+  }
+  report.elapsed_s = seconds_since(start);
+  return report;
+}
+
+// ---- reporting ----------------------------------------------------------
+
+namespace {
+
+std::string caught_cell(const ProfileOutcome& p) {
+  if (p.num_run == p.num_cases) return fmt::format("{}/{}", p.num_caught, p.num_run);
+  return fmt::format("{}/{} (of {})", p.num_caught, p.num_run, p.num_cases);
+}
+
+std::string upstream_cell(const std::optional<ProfileOutcome>& p) {
+  if (!p) return "-";
+  if (!p->detected) return "MISSED";
+  return fmt::format("caught ({})", to_string(p->how));
+}
+
+std::string detected_cell(MutantVerdict v) {
+  switch (v) {
+    case MutantVerdict::kDetected:
+      return "yes";
+    case MutantVerdict::kSurvived:
+      return "NO";
+    case MutantVerdict::kNotCatchableHere:
+      return "no (n/a here)";
+  }
+  return "?";
+}
+
+// Left-aligned columns, two spaces apart; the last column is not padded.
+std::string render_table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()), 0);
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string format_correct_failure(const SelftestReport& report) {
+  std::string out = fmt::format("FAIL: the correct kernel failed {} of {} cases of suite '{}'",
+                                report.correct.num_caught, report.correct.num_cases, report.suite);
+  if (report.correct_upstream && report.correct_upstream->detected) {
+    out = fmt::format("FAIL: the correct kernel failed {} of {} cases of the upstream profile",
+                      report.correct_upstream->num_caught, report.correct_upstream->num_cases);
+  } else if (!report.correct.detected && !report.correct.stopped.empty()) {
+    out = fmt::format("FAIL: the correct kernel's run ended early ({})", report.correct.stopped);
+  }
+  out +=
+      ".\nA checker that fails a correct kernel is broken (or the kernel is): mutants were "
+      "not run.\n";
+  for (const auto& r : report.correct_failures) {
+    out += fmt::format("  {} [{}]: {}\n", r.case_id, to_string(classify_failure(r)), r.message);
+    if (!r.replay.empty()) out += fmt::format("    replay: {}\n", r.replay);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_selftest_table(const SelftestReport& report, const std::string& rerun_prefix) {
+  if (!report.correct_passed) return format_correct_failure(report);
+  std::string out = fmt::format(
+      "correct kernel: passed all {} cases of suite '{}'{} ({:.1f} s)\n", report.correct.num_cases,
+      report.suite,
+      report.correct_upstream
+          ? fmt::format(" and all {} upstream-profile cases", report.correct_upstream->num_cases)
+          : std::string(),
+      report.correct.elapsed_s +
+          (report.correct_upstream ? report.correct_upstream->elapsed_s : 0.0));
+  std::vector<std::vector<std::string>> rows = {
+      {"mutant", "kind", "detected", "how", "first case", "#cases caught", "upstream", "note"}};
+  for (const auto& m : report.mutants) {
+    const bool det = m.strict.detected;
+    rows.push_back({m.mutant.name, m.mutant.kind, detected_cell(m.verdict),
+                    det ? std::string(to_string(m.strict.how)) : "-",
+                    det ? m.strict.first_case : "-", caught_cell(m.strict),
+                    upstream_cell(m.upstream), m.note});
+  }
+  out += render_table(rows);
+
+  std::vector<std::string> missed_upstream;
+  for (const auto& m : report.mutants) {
+    if (m.upstream && !m.upstream->detected) missed_upstream.push_back(m.mutant.name);
+  }
+  out += fmt::format("mutants: {} detected, {} survived, {} not catchable here (of {}){}\n",
+                     report.num_detected(), report.num_survived(), report.num_not_catchable_here(),
+                     report.mutants.size(), report.ranks_share_gpu ? "; ranks share a GPU" : "");
+  if (report.correct_upstream) {
+    out += missed_upstream.empty()
+               ? std::string("upstream profile: catches every mutant\n")
+               : fmt::format("upstream profile misses {} of {}: {}\n", missed_upstream.size(),
+                             report.mutants.size(), fmt::join(missed_upstream, ", "));
+  }
+  for (const auto& m : report.mutants) {
+    if (m.verdict == MutantVerdict::kSurvived) {
+      out += fmt::format("SURVIVED: {} ({}): {}\n", m.mutant.name, m.mutant.kind,
+                         m.mutant.description);
+    }
+  }
+  for (const auto& m : report.mutants) {
+    if (m.strict.detected && m.strict.first_case != "(start-up)") {
+      out += fmt::format("rerun {}: {} --mutants {} --filter '^{}$'\n", m.mutant.name, rerun_prefix,
+                         m.mutant.name, m.strict.first_case);
+    }
+  }
+  out += fmt::format("selftest {} ({:.1f} s)\n",
+                     report.exit_code() == kExitPass ? "PASSED" : "FAILED", report.elapsed_s);
+  return out;
+}
+
+void to_json(nlohmann::json& j, const ProfileOutcome& p) {
+  j = {{"detected", p.detected},         {"how", to_string(p.how)},
+       {"first_case", p.first_case},     {"first_message", p.first_message},
+       {"first_replay", p.first_replay}, {"num_cases", p.num_cases},
+       {"num_run", p.num_run},           {"num_caught", p.num_caught},
+       {"stopped", p.stopped},           {"elapsed_s", p.elapsed_s}};
+}
+
+void to_json(nlohmann::json& j, const SelftestReport& r) {
+  nlohmann::json mutants = nlohmann::json::array();
+  for (const auto& m : r.mutants) {
+    nlohmann::json e = {{"id", m.mutant.id},
+                        {"name", m.mutant.name},
+                        {"kind", m.mutant.kind},
+                        {"description", m.mutant.description},
+                        {"catchable_here", m.catchable_here},
+                        {"verdict", to_string(m.verdict)},
+                        {"note", m.note},
+                        {"strict", m.strict}};
+    e["upstream"] = m.upstream ? nlohmann::json(*m.upstream) : nlohmann::json();
+    mutants.push_back(std::move(e));
+  }
+  nlohmann::json failures = nlohmann::json::array();
+  for (const auto& f : r.correct_failures) {
+    failures.push_back({{"case_id", f.case_id},
+                        {"status", to_string(f.status)},
+                        {"message", f.message},
+                        {"replay", f.replay}});
+  }
+  j = {{"suite", r.suite},
+       {"backend", r.backend},
+       {"ranks_share_gpu", r.ranks_share_gpu},
+       {"correct_passed", r.correct_passed},
+       {"correct", r.correct},
+       {"correct_upstream",
+        r.correct_upstream ? nlohmann::json(*r.correct_upstream) : nlohmann::json()},
+       {"correct_failures", failures},
+       {"mutants", mutants},
+       {"num_detected", r.num_detected()},
+       {"num_survived", r.num_survived()},
+       {"num_not_catchable_here", r.num_not_catchable_here()},
+       {"elapsed_s", r.elapsed_s},
+       {"exit_code", r.exit_code()}};
+}
+
+}  // namespace dcp

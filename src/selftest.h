@@ -1,0 +1,146 @@
+// The self-test: proves the checker can fail. It runs a suite on the correct
+// kernel (which must pass: a checker that fails correct kernels is broken), then
+// on every deliberately broken variant ("mutant") of the chosen backend, and
+// records which mutants the suite detects, how, by which case first, and how
+// many cases caught each. A second column runs the `upstream` suite with the
+// upstream check profile (3e-2 against fp32) to show what a weaker test misses.
+//
+// The logic talks to sessions only through SelftestSession/SessionFactory, so
+// it is unit-tested with a fake; the CLI wraps the real Session.
+//
+// Invariants:
+// - every mutant and every profile gets a fresh session (a hang kills one);
+// - a mutant the hardware cannot expose (catchable_here == false) that goes
+//   undetected is reported as "not catchable here", never counted as caught,
+//   and is the only kind of survivor the exit code forgives.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "case.h"
+#include "checker.h"
+#include "results.h"
+#include "session.h"
+
+namespace dcp {
+
+// One mutant as the self-test sees it, from kernels/mutants.h (GPU) or
+// src/host_mutants.h (host).
+struct MutantInfo {
+  int id = 0;  // > 0; 0 is the correct kernel
+  std::string name;
+  std::string kind;  // protocol, memory-ordering, indexing, masking, ...
+  std::string description;
+  bool catchable_on_shared_gpu = true;  // false: needs ranks on distinct GPUs
+  std::string uncatchable_reason;       // why, when the flag is false
+};
+
+// The mutants of a backend, in table order (ids > 0).
+std::vector<MutantInfo> mutants_for_backend(BackendKind backend);
+
+// Whether a mutant can be exposed on this machine: ordering mutants need ranks
+// on distinct GPUs (ranks time-slicing one GPU never observe the reordering).
+bool mutant_catchable_here(const MutantInfo& m, const EnvironmentInfo& env);
+
+// Picks mutants by comma-separated names or ids ("early-signal,3"); empty
+// selects all. Throws UsageError naming an unknown entry and the valid names.
+std::vector<MutantInfo> select_mutants(const std::vector<MutantInfo>& all,
+                                       const std::string& selection);
+
+// One live session under test (the real one wraps Session).
+class SelftestSession {
+ public:
+  virtual ~SelftestSession() = default;
+  virtual CaseResult run_case(const Case& c, const std::string& suite) = 0;
+  virtual bool dead() const = 0;
+  virtual const EnvironmentInfo& environment() const = 0;
+};
+
+// Starts a fresh session running `mutant` (0: correct kernel) under `profile`.
+// May throw KernelFault (the mutant broke start-up: counts as a crash),
+// UsageError or HarnessError (propagated: exit 2 / 3).
+using SessionFactory =
+    std::function<std::unique_ptr<SelftestSession>(int mutant, const CheckProfile& profile)>;
+
+// How a failing case failed.
+enum class DetectHow : uint8_t { kNone, kMismatch, kNan, kHang, kTrap, kCrash, kError };
+std::string_view to_string(DetectHow h);
+// kFail -> mismatch (or nan when every bad element is NaN); kError -> hang /
+// trap / crash / error from the diagnosis; pass and skip -> none.
+DetectHow classify_failure(const CaseResult& r);
+
+// One suite run against one kernel variant under one profile.
+struct ProfileOutcome {
+  bool detected = false;             // some case failed (kFail or kError)
+  DetectHow how = DetectHow::kNone;  // of the first failing case
+  std::string first_case;            // id of the first failing case
+  std::string first_message;         // its one-line diagnosis
+  std::string first_replay;          // its replay line (as the session wrote it)
+  int num_cases = 0;                 // in the suite
+  int num_run = 0;                   // actually run
+  int num_caught = 0;                // failed (kFail or kError)
+  std::string stopped;               // why the run ended before the last case, or ""
+  double elapsed_s = 0;
+};
+
+enum class MutantVerdict : uint8_t { kDetected, kSurvived, kNotCatchableHere };
+std::string_view to_string(MutantVerdict v);
+
+struct MutantOutcome {
+  MutantInfo mutant;
+  bool catchable_here = true;
+  ProfileOutcome strict;
+  std::optional<ProfileOutcome> upstream;  // absent when the column is off
+  MutantVerdict verdict = MutantVerdict::kSurvived;
+  std::string note;
+};
+
+struct SelftestPlan {
+  std::string suite = "default";
+  std::vector<Case> cases;           // the suite, after any --filter
+  std::vector<Case> upstream_cases;  // the `upstream` suite; empty: no upstream column
+  std::vector<MutantInfo> mutants;
+  bool fast = false;  // stop each mutant's strict run at its first detection
+};
+
+struct SelftestReport {
+  std::string suite;
+  std::string backend;  // "gpu" or "host"
+  bool ranks_share_gpu = false;
+  ProfileOutcome correct;  // the suite on the correct kernel
+  std::optional<ProfileOutcome> correct_upstream;
+  std::vector<CaseResult> correct_failures;  // up to a few, for the message
+  bool correct_passed = false;               // both runs above passed: mutants were run
+  std::vector<MutantOutcome> mutants;
+  double elapsed_s = 0;
+
+  int num_detected() const;
+  int num_survived() const;  // catchable and undetected
+  int num_not_catchable_here() const;
+  // 0: the correct kernel passed and every catchable mutant was detected;
+  // 1: the correct kernel failed or a catchable mutant survived.
+  int exit_code() const;
+};
+
+// Progress lines for long runs ("[3/14] early-signal: detected (hang) ...").
+using SelftestProgress = std::function<void(const std::string& line)>;
+
+// Runs the plan. Exceptions other than KernelFault from the factory (and any
+// HarnessError from a session) propagate.
+SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& factory,
+                            const SelftestProgress& progress = {});
+
+// The human table (mutant | kind | detected | how | first case | #caught |
+// upstream | note) plus the verdict lines. `rerun_prefix` is the command line
+// that reruns one mutant (" --mutants NAME --filter ID" is appended).
+std::string format_selftest_table(const SelftestReport& report, const std::string& rerun_prefix);
+
+void to_json(nlohmann::json& j, const ProfileOutcome& p);
+void to_json(nlohmann::json& j, const SelftestReport& r);
+
+}  // namespace dcp
