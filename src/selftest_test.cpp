@@ -3,6 +3,7 @@
 #include "selftest.h"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <functional>
 #include <map>
