@@ -1,1 +1,0 @@
-// Placeholder so the kernels library has a source until the kernels land.

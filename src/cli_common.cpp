@@ -1,0 +1,125 @@
+#include "cli_common.h"
+
+#include <atomic>
+#include <csignal>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "errors.h"
+#include "report_json.h"
+#include "report_junit.h"
+#include "suites.h"
+
+namespace dcp {
+namespace {
+
+std::atomic<int>& received_signal() {
+  static std::atomic<int> signo{0};  // written only by the handler below
+  static_assert(std::atomic<int>::is_always_lock_free, "used from a signal handler");
+  return signo;
+}
+
+constexpr int kSignals[] = {SIGINT, SIGTERM};
+
+void on_signal(int signo) {
+  int expected = 0;
+  if (!received_signal().compare_exchange_strong(expected, signo)) {
+    std::signal(signo, SIG_DFL);
+    std::raise(signo);
+  }
+}
+
+}  // namespace
+
+std::vector<Case> select_cases(int world, const Geometry& geometry, const CaseSelection& sel) {
+  SuiteOptions opts;
+  opts.world = world;
+  opts.geometry = geometry;
+  opts.base_seed = sel.seed;
+  std::vector<Case> all = build_suite(sel.suite, opts);
+  std::vector<Case> picked;
+  for (auto& c : all) {
+    if (sel.matches(format_case_id(c))) picked.push_back(std::move(c));
+  }
+  if (picked.empty()) {
+    throw UsageError(fmt::format("--filter '{}' matches none of the {} cases of suite {} (see "
+                                 "`dcp-check list --suite {}`)",
+                                 sel.filter, all.size(), sel.suite, sel.suite));
+  }
+  return picked;
+}
+
+std::string describe_groups(int world) {
+  std::string out;
+  for (int size : dcp_sizes_for_world(world)) {
+    out += fmt::format("{}dcp{} x{}", out.empty() ? "" : ", ", size, world / size);
+  }
+  return out;
+}
+
+struct InterruptGuard::Saved {
+  struct sigaction previous[std::size(kSignals)];
+};
+
+InterruptGuard::InterruptGuard() : saved_(std::make_unique<Saved>()) {
+  received_signal().store(0);
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (size_t i = 0; i < std::size(kSignals); ++i) {
+    sigaction(kSignals[i], &sa, &saved_->previous[i]);
+  }
+}
+
+InterruptGuard::~InterruptGuard() {
+  for (size_t i = 0; i < std::size(kSignals); ++i) {
+    sigaction(kSignals[i], &saved_->previous[i], nullptr);
+  }
+}
+
+int InterruptGuard::signal_received() const { return received_signal().load(); }
+
+RunReport make_run_report(std::string command, const std::vector<std::string>& argv,
+                          const SessionConfig& config) {
+  RunReport report;
+  report.command = std::move(command);
+  report.argv = argv;
+  report.config = config;
+  report.started_at = iso8601_now();
+  return report;
+}
+
+void write_reports(const ReportOptions& opts, const RunReport& report) {
+  if (!opts.json_path.empty()) write_json_report(opts.json_path, report);
+  if (!opts.junit_path.empty()) write_junit_report(opts.junit_path, report);
+}
+
+CaseResult skipped_result(const Case& c, const std::string& suite, const std::string& reason,
+                          const std::string& replay) {
+  CaseResult r;
+  r.case_id = format_case_id(c);
+  r.suite = suite;
+  r.status = CaseStatus::kSkipped;
+  r.message = reason;
+  r.replay = replay;
+  return r;
+}
+
+CaseResult error_result(const Case& c, const std::string& suite, const std::string& kind,
+                        const std::string& message, const std::string& replay) {
+  CaseResult r = skipped_result(c, suite, message, replay);
+  r.status = CaseStatus::kError;
+  // The kind travels the way workers report it, so exit codes and JUnit types
+  // are derived in one place (run_report.cpp).
+  RankCaseResult rank;
+  rank.case_id = r.case_id;
+  rank.rank = -1;  // the supervisor, not a worker
+  rank.error = message;
+  rank.error_kind = kind;
+  r.ranks.push_back(rank);
+  return r;
+}
+
+}  // namespace dcp

@@ -1,0 +1,53 @@
+// Helpers shared by the commands that run cases (run, replay, and later
+// stress/shrink/selftest): case selection, interrupt handling, report writing.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "case.h"
+#include "options.h"
+#include "run_report.h"
+
+namespace dcp {
+
+// The suite's cases for this world/geometry that match the filter. Throws
+// UsageError when the filter selects nothing (a run that tests nothing must
+// not pass).
+std::vector<Case> select_cases(int world, const Geometry& geometry, const CaseSelection& sel);
+
+// "dcp4 x1, dcp2 x2": the DCP groups that run concurrently for each size.
+std::string describe_groups(int world);
+
+// Turns SIGINT/SIGTERM into a flag the command loop polls, so an interrupted
+// run stops between cases, tears the session down through RAII and still
+// writes its partial reports. A second signal restores the default action and
+// re-raises it (the user insists). A handler can only reach static storage,
+// hence one process-wide atomic; the guard restores the previous handlers.
+class InterruptGuard {
+ public:
+  InterruptGuard();
+  ~InterruptGuard();
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+  int signal_received() const;  // 0, or the first signal caught
+
+ private:
+  struct Saved;
+  std::unique_ptr<Saved> saved_;
+};
+
+RunReport make_run_report(std::string command, const std::vector<std::string>& argv,
+                          const SessionConfig& config);
+// Writes --json/--junit if asked. Throws HarnessError if a file cannot be written.
+void write_reports(const ReportOptions& opts, const RunReport& report);
+
+// A result for a case that did not run (session dead, interrupted, aborted).
+CaseResult skipped_result(const Case& c, const std::string& suite, const std::string& reason,
+                          const std::string& replay);
+// A result for a case whose run_case threw instead of returning.
+CaseResult error_result(const Case& c, const std::string& suite, const std::string& kind,
+                        const std::string& message, const std::string& replay);
+
+}  // namespace dcp

@@ -1,0 +1,59 @@
+// `dcp-check list`: case ids of a suite (pure function of the options, no GPU),
+// geometry presets with their sources, or suite names.
+#include <cstdio>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "cli.h"
+#include "cli_common.h"
+#include "geometry.h"
+#include "options.h"
+#include "suites.h"
+
+namespace dcp {
+namespace {
+
+void print_geometries() {
+  for (const Geometry& g : geometry_presets()) {
+    std::string storage = g.storage_heads > 0 ? fmt::format(" storage={}", g.storage_heads) : "";
+    fmt::print("{:<10} H={:<3} D={:<4} maxT={:<5}{}  {}\n", g.name, g.heads_per_rank, g.head_dim,
+               g.max_tokens, storage, g.source);
+  }
+}
+
+int list_command(const ListOptions& opts) {
+  const ValidList v = validate_list_options(opts);  // even with --suites: never 0 on a bad flag
+  if (opts.suites) {
+    for (const auto& name : suite_names()) fmt::print("{}\n", name);
+    return 0;
+  }
+  if (opts.geometries) {
+    print_geometries();
+    return 0;
+  }
+  for (const Case& c : select_cases(v.world, v.geometry, v.selection)) {
+    fmt::print("{}\n", format_case_id(c));
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+CLI::App* add_list_command(CLI::App& app, CliContext& ctx) {
+  auto opts = std::make_shared<ListOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "list", "Print case ids (one per line; no GPU needed), --geometries or --suites");
+  add_world_option(sub, opts->world);
+  add_geometry_options(sub, opts->geometry);
+  add_selection_options(sub, opts->selection);
+  CLI::Option* geometries =
+      sub->add_flag("--geometries", opts->geometries, "List geometry presets and their sources");
+  CLI::Option* suites = sub->add_flag("--suites", opts->suites, "List suite names");
+  geometries->excludes(suites);
+  sub->callback([opts, &ctx] { ctx.action = [opts] { return list_command(*opts); }; });
+  return sub;
+}
+
+}  // namespace dcp

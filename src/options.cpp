@@ -1,0 +1,341 @@
+#include "options.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "errors.h"
+#include "geometry.h"
+#include "replay.h"
+#include "suites.h"
+
+namespace dcp {
+namespace {
+
+[[noreturn]] void usage(std::string message) { throw UsageError(std::move(message)); }
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+std::string preset_names() {
+  std::vector<std::string> names;
+  for (const auto& g : geometry_presets()) names.push_back(g.name);
+  return join(names);
+}
+
+void check_choice(std::string_view flag, const std::string& value,
+                  const std::vector<std::string>& allowed) {
+  if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
+    usage(fmt::format("{} '{}': must be one of {}", flag, value, join(allowed)));
+  }
+}
+
+// Pairs of (name, kind); "cuda-error" keeps the CLI spelling readable.
+FaultSpec::Kind parse_fault_kind(std::string_view name) {
+  using K = FaultSpec::Kind;
+  static constexpr std::pair<std::string_view, K> kKinds[] = {
+      {"crash", K::kCrash},     {"hang", K::kHang},           {"stall", K::kStall},
+      {"corrupt", K::kCorrupt}, {"cuda-error", K::kCudaError}, {"oom", K::kOom}};
+  for (const auto& [n, k] : kKinds) {
+    if (n == name) return k;
+  }
+  usage(fmt::format(
+      "--inject-fault: unknown fault kind '{}': must be one of crash, hang, stall, corrupt, "
+      "cuda-error, oom",
+      name));
+}
+
+int parse_nonneg_int(std::string_view text, std::string_view what, std::string_view whole) {
+  int value = 0;
+  const auto* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end || value < 0) {
+    usage(fmt::format("--inject-fault '{}': {} '{}' is not a non-negative integer", whole, what,
+                      text));
+  }
+  return value;
+}
+
+}  // namespace
+
+bool CaseSelection::matches(const std::string& case_id) const {
+  return !filter_re || std::regex_search(case_id, *filter_re);
+}
+
+void validate_world(int world) {
+  if (world < kMinWorld || world > kMaxWorld) {
+    usage(fmt::format("--world {}: must be between {} and {} (one worker process per rank)",
+                      world, kMinWorld, kMaxWorld));
+  }
+}
+
+void validate_geometry(const Geometry& g, int world) {
+  const std::string what = g.name.empty() ? std::string("custom geometry") : "geometry " + g.name;
+  if (g.heads_per_rank < 1 || g.heads_per_rank > kMaxHeadsPerRank) {
+    usage(fmt::format("--heads-per-rank {}: must be between 1 and {}", g.heads_per_rank,
+                      kMaxHeadsPerRank));
+  }
+  if (g.head_dim < 8 || g.head_dim > kMaxHeadDim || g.head_dim % 8 != 0) {
+    usage(fmt::format("--head-dim {}: must be a multiple of 8 between 8 and {}", g.head_dim,
+                      kMaxHeadDim));
+  }
+  if (g.max_tokens < 1 || g.max_tokens > kMaxTokens) {
+    usage(fmt::format("--max-tokens {}: must be between 1 and {}", g.max_tokens, kMaxTokens));
+  }
+  // Padded backing storage must hold every head of the largest DCP group.
+  if (g.storage_heads > 0 && world * g.heads_per_rank > g.storage_heads) {
+    usage(fmt::format("{}: --world {} x {} heads per rank = {} heads do not fit its {}-head "
+                      "padded storage",
+                      what, world, g.heads_per_rank, world * g.heads_per_rank, g.storage_heads));
+  }
+}
+
+Geometry resolve_geometry(const GeometryOptions& opts, int world) {
+  std::optional<Geometry> preset = find_geometry(opts.name);
+  if (!preset) {
+    usage(fmt::format("--geometry '{}': unknown preset (known: {}; or use --heads-per-rank, "
+                      "--head-dim, --max-tokens)",
+                      opts.name, preset_names()));
+  }
+  Geometry g = *preset;
+  const int heads = opts.heads_per_rank.value_or(g.heads_per_rank);
+  const int dim = opts.head_dim.value_or(g.head_dim);
+  const int max_tokens = opts.max_tokens.value_or(g.max_tokens);
+  // Any override that changes a value makes the geometry custom, so case ids
+  // carry the actual numbers (h<H>d<D>m<T>) and replay needs no flags.
+  if (heads != g.heads_per_rank || dim != g.head_dim || max_tokens != g.max_tokens) {
+    Geometry probe = g;
+    probe.heads_per_rank = heads;
+    probe.head_dim = dim;
+    probe.max_tokens = max_tokens;
+    validate_geometry(probe, world);  // before custom_geometry sees bad numbers
+    g = custom_geometry(heads, dim, max_tokens, g.storage_heads);
+  }
+  validate_geometry(g, world);
+  return g;
+}
+
+uint64_t parse_seed(std::string_view text) {
+  std::string_view digits = text;
+  int base = 10;
+  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+    digits.remove_prefix(2);
+    base = 16;
+  }
+  uint64_t value = 0;
+  const auto* end = digits.data() + digits.size();
+  auto [ptr, ec] = std::from_chars(digits.data(), end, value, base);
+  if (digits.empty() || ec != std::errc() || ptr != end) {
+    usage(fmt::format("--seed '{}': must be an unsigned 64-bit integer (decimal or 0x-hex)",
+                      text));
+  }
+  return value;
+}
+
+CaseSelection validate_selection(const SelectionOptions& opts) {
+  CaseSelection sel;
+  check_choice("--suite", opts.suite, suite_names());
+  sel.suite = opts.suite;
+  sel.seed = parse_seed(opts.seed);
+  sel.filter = opts.filter;
+  if (!opts.filter.empty()) {
+    try {
+      sel.filter_re.emplace(opts.filter, std::regex::ECMAScript | std::regex::optimize);
+    } catch (const std::regex_error& e) {
+      usage(fmt::format("--filter '{}': not a valid regular expression ({})", opts.filter,
+                        e.what()));
+    }
+  }
+  return sel;
+}
+
+FaultSpec parse_fault_spec(std::string_view text, int world) {
+  FaultSpec spec;
+  if (text.empty()) return spec;
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    size_t colon = text.find(':', start);
+    parts.push_back(text.substr(start, colon == std::string_view::npos ? colon : colon - start));
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+  if (parts.size() != 4) {
+    usage(fmt::format("--inject-fault '{}': expected KIND:RANK:CASE:OP (e.g. corrupt:1:0:0)",
+                      text));
+  }
+  spec.kind = parse_fault_kind(parts[0]);
+  spec.rank = parse_nonneg_int(parts[1], "RANK", text);
+  spec.case_index = parse_nonneg_int(parts[2], "CASE", text);
+  spec.op_idx = parse_nonneg_int(parts[3], "OP", text);
+  if (spec.rank >= world) {
+    usage(fmt::format("--inject-fault '{}': rank {} does not exist with --world {}", text,
+                      spec.rank, world));
+  }
+  return spec;
+}
+
+void validate_output_path(std::string_view flag, const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) usage(fmt::format("{}: needs a file name", flag));
+  std::error_code ec;
+  const fs::path p(path);
+  if (fs::is_directory(p, ec)) usage(fmt::format("{} {}: is a directory", flag, path));
+  fs::path dir = p.parent_path();
+  if (dir.empty()) dir = ".";
+  if (!fs::exists(dir, ec)) {
+    usage(fmt::format("{} {}: directory {} does not exist", flag, path, dir.string()));
+  }
+  if (!fs::is_directory(dir, ec)) {
+    usage(fmt::format("{} {}: {} is not a directory", flag, path, dir.string()));
+  }
+  // Really try: access(2) says yes to root even on read-only mounts and /proc.
+  if (fs::exists(p, ec)) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) usage(fmt::format("{} {}: cannot write: {}", flag, path, std::strerror(errno)));
+    ::close(fd);
+    return;
+  }
+  const std::string probe = (dir / fmt::format(".dcp-check-probe-{}", ::getpid())).string();
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    usage(fmt::format("{} {}: cannot create files in {}: {}", flag, path, dir.string(),
+                      std::strerror(errno)));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+void validate_report_options(const ReportOptions& opts) {
+  if (opts.quiet && opts.verbose) usage("-q/--quiet and -v/--verbose conflict: pick one");
+  if (!opts.json_path.empty()) validate_output_path("--json", opts.json_path);
+  if (!opts.junit_path.empty()) validate_output_path("--junit", opts.junit_path);
+  if (!opts.json_path.empty() && !opts.junit_path.empty()) {
+    std::error_code ec;
+    if (opts.json_path == opts.junit_path ||
+        std::filesystem::weakly_canonical(opts.json_path, ec) ==
+            std::filesystem::weakly_canonical(opts.junit_path, ec)) {
+      usage(fmt::format("--json and --junit both write {}: give them different files",
+                        opts.json_path));
+    }
+  }
+}
+
+SessionConfig make_session_config(const SessionOptions& opts, const ReportOptions& report,
+                                  int world, const Geometry& geometry) {
+  check_choice("--backend", opts.backend, {"gpu", "host"});
+  check_choice("--impl", opts.impl, {"direct", "stock", "both"});
+  check_choice("--mps", opts.mps, {"auto", "on", "off"});
+  if (!std::isfinite(opts.timeout_s) || opts.timeout_s <= 0 || opts.timeout_s > kMaxTimeoutS) {
+    usage(fmt::format("--timeout {}: must be a number of seconds > 0 and <= {}", opts.timeout_s,
+                      kMaxTimeoutS));
+  }
+  SessionConfig config;
+  config.world = world;
+  config.geometry = geometry;
+  config.backend = opts.backend == "host" ? BackendKind::kHost : BackendKind::kGpu;
+  if (config.backend == BackendKind::kHost && opts.mps == "on") {
+    usage("--mps on needs --backend gpu (the host backend runs no GPU work)");
+  }
+  config.impl = opts.impl == "stock" ? Impl::kStock : Impl::kDirect;
+  config.check_both_impls = opts.impl == "both";
+  config.timeout_s = opts.timeout_s;
+  config.mps = opts.mps == "on" ? MpsMode::kOn : (opts.mps == "off" ? MpsMode::kOff : MpsMode::kAuto);
+  config.fault = parse_fault_spec(opts.inject_fault, world);
+  config.verbosity = report.verbosity();
+  return config;
+}
+
+ValidRun validate_run_options(const RunOptions& opts) {
+  ValidRun v;
+  validate_world(opts.world);
+  const Geometry g = resolve_geometry(opts.geometry, opts.world);
+  v.selection = validate_selection(opts.selection);
+  validate_report_options(opts.report);
+  v.config = make_session_config(opts.session, opts.report, opts.world, g);
+  v.report = opts.report;
+  return v;
+}
+
+ValidList validate_list_options(const ListOptions& opts) {
+  ValidList v;
+  validate_world(opts.world);
+  v.world = opts.world;
+  v.geometry = resolve_geometry(opts.geometry, opts.world);
+  v.selection = validate_selection(opts.selection);
+  return v;
+}
+
+ValidReplay validate_replay_options(const ReplayOptions& opts) {
+  ValidReplay v;
+  ReplayToken token = parse_replay_token(opts.token);
+  if (opts.repeat < 1 || opts.repeat > kMaxRepeat) {
+    usage(fmt::format("--repeat {}: must be between 1 and {}", opts.repeat, kMaxRepeat));
+  }
+  validate_report_options(opts.report);
+  v.config = make_session_config(opts.session, opts.report, token.world,
+                                 token.the_case.geometry);
+  v.the_case = token.the_case;
+  v.repeat = opts.repeat;
+  v.report = opts.report;
+  return v;
+}
+
+void add_world_option(CLI::App* app, int& world) {
+  app->add_option("-w,--world", world,
+                  fmt::format("Ranks = worker processes, {}..{} (rank i uses GPU i % #GPUs); "
+                              "every DCP group size dividing it runs (default {})",
+                              kMinWorld, kMaxWorld, kMinWorld));
+}
+
+void add_geometry_options(CLI::App* app, GeometryOptions& opts) {
+  app->add_option("-g,--geometry", opts.name,
+                  fmt::format("Geometry preset (see `dcp-check list --geometries`; default {})",
+                              kDefaultGeometry));
+  app->add_option_function<int>(
+      "--heads-per-rank", [&opts](const int& v) { opts.heads_per_rank = v; },
+      fmt::format("Override heads per rank H (1..{})", kMaxHeadsPerRank));
+  app->add_option_function<int>(
+      "--head-dim", [&opts](const int& v) { opts.head_dim = v; },
+      fmt::format("Override head dim D (multiple of 8, <= {})", kMaxHeadDim));
+  app->add_option_function<int>(
+      "--max-tokens", [&opts](const int& v) { opts.max_tokens = v; },
+      fmt::format("Override workspace capacity max T (1..{})", kMaxTokens));
+}
+
+void add_selection_options(CLI::App* app, SelectionOptions& opts) {
+  app->add_option("-s,--suite", opts.suite,
+                  "Suite: smoke | default | full | upstream (default default)");
+  app->add_option("-f,--filter", opts.filter, "Only cases whose id matches this regex");
+  app->add_option("--seed", opts.seed, "Base seed mixed into every case (decimal or 0x-hex)");
+}
+
+void add_session_options(CLI::App* app, SessionOptions& opts) {
+  app->add_option("-b,--backend", opts.backend,
+                  "gpu (default; needs a GPU) | host (CPU model of the same protocol)");
+  app->add_option("--impl", opts.impl, "direct (default) | stock | both (compare)");
+  app->add_option("-t,--timeout", opts.timeout_s, "Per-call deadline in seconds (default 10)");
+  app->add_option("--mps", opts.mps, "auto (default) | on | off: CUDA MPS when ranks share a GPU");
+  // Test-only: hidden from --help (an empty group hides an option in CLI11).
+  app->add_option("--inject-fault", opts.inject_fault, "KIND:RANK:CASE:OP")->group("");
+}
+
+void add_report_options(CLI::App* app, ReportOptions& opts) {
+  app->add_option("--json", opts.json_path, "Write a JSON report (docs/report-format.md)");
+  app->add_option("--junit", opts.junit_path, "Write a JUnit XML report");
+  app->add_flag("-q,--quiet", opts.quiet, "Print only the verdict line and failures");
+  app->add_flag("-v,--verbose", opts.verbose, "Print every case result");
+}
+
+}  // namespace dcp

@@ -1,0 +1,137 @@
+// One options struct per command, bound directly to CLI11 flags, validated once
+// (validate_*), then passed by const&. Validation throws UsageError with one
+// line naming the flag and the problem; nothing downstream re-checks flags.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "case.h"
+#include "session.h"
+
+namespace dcp {
+
+inline constexpr int kMinWorld = 2;
+inline constexpr int kMaxWorld = 8;
+inline constexpr int kMaxHeadsPerRank = 128;
+inline constexpr int kMaxHeadDim = 1024;
+inline constexpr int kMaxTokens = 4096;
+inline constexpr int kMaxRepeat = 1000;
+inline constexpr double kMaxTimeoutS = 86400;
+inline constexpr const char* kDefaultGeometry = "kimi";
+inline constexpr const char* kDefaultSuite = "default";
+
+// Geometry flags shared by run and list. Unset overrides keep the preset's value.
+struct GeometryOptions {
+  std::string name = kDefaultGeometry;
+  std::optional<int> heads_per_rank;
+  std::optional<int> head_dim;
+  std::optional<int> max_tokens;
+};
+
+// Which cases: shared by run and list.
+struct SelectionOptions {
+  std::string suite = kDefaultSuite;
+  std::string filter;    // ECMAScript regex, searched in the case id
+  std::string seed = "0";  // decimal or 0x-hex, mixed into every case seed
+};
+
+// Flags of every command that starts a Session.
+struct SessionOptions {
+  std::string backend = "gpu";   // gpu | host
+  std::string impl = "direct";   // direct | stock | both
+  double timeout_s = 10;         // per-call deadline
+  std::string mps = "auto";      // auto | on | off
+  std::string inject_fault;      // hidden, test only: KIND:RANK:CASE:OP
+};
+
+struct ReportOptions {
+  std::string json_path;
+  std::string junit_path;
+  bool quiet = false;
+  bool verbose = false;
+  int verbosity() const { return quiet ? -1 : (verbose ? 1 : 0); }
+};
+
+struct RunOptions {
+  int world = kMinWorld;
+  GeometryOptions geometry;
+  SelectionOptions selection;
+  SessionOptions session;
+  ReportOptions report;
+};
+
+struct ListOptions {
+  int world = kMinWorld;
+  GeometryOptions geometry;
+  SelectionOptions selection;
+  bool geometries = false;  // list presets instead of cases
+  bool suites = false;      // list suite names instead of cases
+};
+
+struct ReplayOptions {
+  std::string token;  // w<world>-<case id>
+  int repeat = 1;
+  SessionOptions session;
+  ReportOptions report;
+};
+
+// A validated suite + filter + seed.
+struct CaseSelection {
+  std::string suite = kDefaultSuite;
+  std::string filter;                   // as given ("" selects every case)
+  std::optional<std::regex> filter_re;  // compiled once
+  uint64_t seed = 0;
+  bool matches(const std::string& case_id) const;
+};
+
+struct ValidRun {
+  SessionConfig config;
+  CaseSelection selection;
+  ReportOptions report;
+};
+
+struct ValidList {
+  int world = kMinWorld;
+  Geometry geometry;
+  CaseSelection selection;
+};
+
+struct ValidReplay {
+  SessionConfig config;
+  Case the_case;
+  int repeat = 1;
+  ReportOptions report;
+};
+
+ValidRun validate_run_options(const RunOptions& opts);
+ValidList validate_list_options(const ListOptions& opts);
+ValidReplay validate_replay_options(const ReplayOptions& opts);
+
+// Building blocks (each throws UsageError with one line).
+void validate_world(int world);
+Geometry resolve_geometry(const GeometryOptions& opts, int world);
+void validate_geometry(const Geometry& g, int world);
+CaseSelection validate_selection(const SelectionOptions& opts);
+uint64_t parse_seed(std::string_view text);
+FaultSpec parse_fault_spec(std::string_view text, int world);
+void validate_report_options(const ReportOptions& opts);
+// Proves `path` can be written now (creates nothing that stays behind).
+void validate_output_path(std::string_view flag, const std::string& path);
+SessionConfig make_session_config(const SessionOptions& opts, const ReportOptions& report,
+                                  int world, const Geometry& geometry);
+
+// CLI11 bindings, so every command spells shared flags identically.
+void add_world_option(CLI::App* app, int& world);
+void add_geometry_options(CLI::App* app, GeometryOptions& opts);
+void add_selection_options(CLI::App* app, SelectionOptions& opts);
+void add_session_options(CLI::App* app, SessionOptions& opts);
+void add_report_options(CLI::App* app, ReportOptions& opts);
+
+}  // namespace dcp

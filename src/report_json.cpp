@@ -1,0 +1,177 @@
+#include "report_json.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "errors.h"
+#include "replay.h"
+#include "version.h"
+
+namespace dcp {
+namespace {
+
+std::string backend_name(BackendKind b) { return b == BackendKind::kHost ? "host" : "gpu"; }
+std::string mps_name(MpsMode m) {
+  return m == MpsMode::kOn ? "on" : (m == MpsMode::kOff ? "off" : "auto");
+}
+std::string fault_kind_name(FaultSpec::Kind k) {
+  switch (k) {
+    case FaultSpec::Kind::kNone: return "none";
+    case FaultSpec::Kind::kCrash: return "crash";
+    case FaultSpec::Kind::kHang: return "hang";
+    case FaultSpec::Kind::kStall: return "stall";
+    case FaultSpec::Kind::kCorrupt: return "corrupt";
+    case FaultSpec::Kind::kCudaError: return "cuda-error";
+    case FaultSpec::Kind::kOom: return "oom";
+  }
+  return "?";
+}
+
+std::string hex64(uint64_t v) {
+  char buf[19];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string join_argv(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const auto& a : argv) {
+    const bool plain = !a.empty() && a.find_first_of(" \t\"'\\$`*?()[]{}|;&<>") == std::string::npos;
+    line += (line.empty() ? "" : " ") + (plain ? a : "'" + a + "'");
+  }
+  return line;
+}
+
+}  // namespace
+
+nlohmann::json environment_to_json(const EnvironmentInfo& env) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& g : env.gpus) {
+    gpus.push_back({{"index", g.index}, {"name", g.name}, {"uuid", g.uuid}});
+  }
+  return {{"backend", env.backend},
+          {"mps_mode", env.mps_mode},
+          {"gpus", gpus},
+          {"rank_gpu", env.rank_gpu},
+          {"ranks_share_gpu", env.ranks_share_gpu},
+          {"driver_version", env.driver_version},
+          {"cuda_runtime_version", env.cuda_runtime_version},
+          {"nccl_version", env.nccl_version},
+          {"dcp_version", env.dcp_version},
+          {"git_revision", env.git_revision},
+          {"hostname", env.hostname}};
+}
+
+nlohmann::json config_to_json(const RunReport& report) {
+  const SessionConfig& c = report.config;
+  const Geometry& g = c.geometry;
+  nlohmann::json j = {
+      {"world", c.world},
+      {"geometry",
+       {{"name", g.name},
+        {"heads_per_rank", g.heads_per_rank},
+        {"head_dim", g.head_dim},
+        {"max_tokens", g.max_tokens},
+        {"storage_heads", g.storage_heads},
+        {"source", g.source}}},
+      {"suite", report.suite},
+      {"filter", report.filter},
+      {"seed", report.seed},
+      {"backend", backend_name(c.backend)},
+      {"impl", c.check_both_impls ? "both" : (c.impl == Impl::kStock ? "stock" : "direct")},
+      {"timeout_s", c.timeout_s},
+      {"mps", mps_name(c.mps)},
+      {"check_determinism", c.check_determinism},
+      {"verbosity", c.verbosity},
+  };
+  if (c.fault.kind != FaultSpec::Kind::kNone) {
+    j["inject_fault"] = {{"kind", fault_kind_name(c.fault.kind)},
+                         {"rank", c.fault.rank},
+                         {"case_index", c.fault.case_index},
+                         {"op_idx", c.fault.op_idx}};
+  }
+  return j;
+}
+
+nlohmann::json case_to_json(const CaseResult& r) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& k : r.ranks) {
+    nlohmann::json kj = k;  // results.h's to_json: the per-rank field names
+    kj["output_hash_hex"] = hex64(k.output_hash);
+    ranks.push_back(std::move(kj));
+  }
+  return {{"id", r.case_id},
+          {"suite", r.suite},
+          {"status", std::string(to_string(r.status))},
+          {"failure_type", failure_type(r)},
+          {"message", r.message},
+          {"replay", r.replay},
+          {"elapsed_ms", r.elapsed_ms},
+          {"ranks", ranks}};
+}
+
+nlohmann::json report_to_json(const RunReport& report) {
+  const Counts c = count_results(report.cases);
+  nlohmann::json cases = nlohmann::json::array();
+  for (const auto& r : report.cases) cases.push_back(case_to_json(r));
+  nlohmann::json j = {
+      {"schema_version", kJsonSchemaVersion},
+      {"tool", {{"name", "dcp-check"}, {"version", DCP_VERSION}, {"git_revision", DCP_GIT_REVISION}}},
+      {"command", report.command},
+      {"argv", report.argv},
+      {"command_line", join_argv(report.argv)},
+      {"configuration", config_to_json(report)},
+      {"environment", report.environment ? environment_to_json(*report.environment)
+                                         : nlohmann::json(nullptr)},
+      {"started_at", report.started_at},
+      {"wall_s", report.wall_s},
+      {"interrupted_by_signal", report.interrupted_by},
+      {"counts",
+       {{"total", c.total},
+        {"passed", c.passed},
+        {"failed", c.failed},
+        {"errors", c.errors},
+        {"skipped", c.skipped}}},
+      {"verdict", verdict_word(report.exit_code)},
+      {"exit_code", report.exit_code},
+      {"cases", cases},
+  };
+  if (report.repeat) {
+    j["repeat"] = {{"runs", report.repeat->runs},
+                   {"failed_runs", report.repeat->failed_runs},
+                   {"hashes_identical", report.repeat->hashes_identical}};
+  }
+  return j;
+}
+
+void write_file_atomically(const std::string& path, const std::string& contents) {
+  // Never rename over a device or pipe (--json /dev/stdout, /dev/null): write through.
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    if (f == nullptr) DCP_THROW(HarnessError, "cannot write {}: {}", path, std::strerror(errno));
+    const bool ok = std::fwrite(contents.data(), 1, contents.size(), f) == contents.size();
+    if (std::fclose(f) != 0 || !ok) DCP_THROW(HarnessError, "cannot write {}", path);
+    return;
+  }
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  std::FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) DCP_THROW(HarnessError, "cannot write {}: {}", tmp, std::strerror(errno));
+  const bool ok = std::fwrite(contents.data(), 1, contents.size(), f) == contents.size();
+  const bool closed = std::fclose(f) == 0;
+  if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    DCP_THROW(HarnessError, "cannot write {}: {}", path, std::strerror(err));
+  }
+}
+
+void write_json_report(const std::string& path, const RunReport& report) {
+  write_file_atomically(path, report_to_json(report).dump(2) + "\n");
+}
+
+}  // namespace dcp

@@ -1,0 +1,297 @@
+#include "report_terminal.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace dcp {
+namespace {
+
+constexpr const char* kRed = "\x1b[31;1m";
+constexpr const char* kGreen = "\x1b[32;1m";
+constexpr const char* kYellow = "\x1b[33m";
+constexpr const char* kDim = "\x1b[2m";
+constexpr size_t kMaxDetailedFailures = 10;
+constexpr size_t kMaxMismatchesPerCase = 3;
+constexpr size_t kMaxReplayLines = 20;
+constexpr size_t kNumSlowest = 5;
+constexpr size_t kProgressWidth = 110;
+
+bool counts_as_failure(const CaseResult& r) {
+  return r.status == CaseStatus::kFail || r.status == CaseStatus::kError;
+}
+
+std::string stride_axis(const Case& c) {
+  if (c.out_pad_elems == 0 && c.lse_pad_elems == 0) return "contig";
+  if (c.lse_pad_elems == 0) return "padded-out";
+  if (c.out_pad_elems == 0) return "padded-lse";
+  return "padded-both";
+}
+
+std::string world_line(const SessionConfig& config) {
+  const Geometry& g = config.geometry;
+  return fmt::format("world {}, geometry {} (H={} D={} maxT={}{})", config.world,
+                     g.name.empty() ? "custom" : g.name, g.heads_per_rank, g.head_dim,
+                     g.max_tokens,
+                     g.storage_heads > 0 ? fmt::format(" in {}-head storage", g.storage_heads)
+                                         : std::string());
+}
+
+std::string impl_name(const SessionConfig& config) {
+  if (config.check_both_impls) return "both";
+  return config.impl == Impl::kStock ? "stock" : "direct";
+}
+
+}  // namespace
+
+TerminalStyle detect_terminal_style(int verbosity) {
+  TerminalStyle s;
+  s.verbosity = verbosity;
+  s.tty = ::isatty(STDOUT_FILENO) == 1;
+  const char* no_color = std::getenv("NO_COLOR");
+  const char* term = std::getenv("TERM");
+  s.color = s.tty && no_color == nullptr && !(term != nullptr && std::string(term) == "dumb");
+  return s;
+}
+
+std::vector<std::pair<std::string, std::string>> case_axes(const Case& c) {
+  return {
+      {"dcp", std::to_string(c.dcp_size)},
+      {"out", std::string(to_string(c.out_dtype))},
+      {"lse", std::string(to_string(c.lse_dtype))},
+      {"base", std::string(to_string(c.lse_base))},
+      {"tokens", std::to_string(c.num_tokens)},
+      {"stride", stride_axis(c)},
+      {"empty", std::string(to_string(c.empty))},
+      {"special", std::string(to_string(c.special))},
+      {"slots", std::to_string(c.num_slots)},
+      {"mode", std::string(to_string(c.mode))},
+      {"calls", std::to_string(c.num_calls)},
+      {"layers", std::to_string(c.num_layers)},
+      {"skew", c.skew ? "yes" : "no"},
+      {"epoch", c.epoch_start ? "near-wrap" : "fresh"},
+  };
+}
+
+std::vector<std::string> failures_by_axis(const std::vector<CaseResult>& cases,
+                                          size_t max_lines) {
+  struct Tally {
+    int failed = 0;
+    int total = 0;
+  };
+  std::map<std::string, Tally> tally;  // "axis=value"
+  for (const auto& r : cases) {
+    if (r.status == CaseStatus::kSkipped) continue;
+    std::string error;
+    std::optional<Case> c = parse_case_id(r.case_id, &error);
+    if (!c) continue;
+    for (const auto& [axis, value] : case_axes(*c)) {
+      Tally& t = tally[axis + "=" + value];
+      ++t.total;
+      if (counts_as_failure(r)) ++t.failed;
+    }
+  }
+  std::vector<std::pair<std::string, Tally>> rows;
+  for (const auto& [key, t] : tally) {
+    if (t.failed > 0) rows.emplace_back(key, t);
+  }
+  // Highest failing fraction first: "fails only with padded + graph" shows as
+  // the rows at 100%. Ties: more failures first, then name for stability.
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    const double fa = double(a.second.failed) / a.second.total;
+    const double fb = double(b.second.failed) / b.second.total;
+    if (fa != fb) return fa > fb;
+    return a.second.failed > b.second.failed;
+  });
+  std::vector<std::string> lines;
+  for (const auto& [key, t] : rows) {
+    if (lines.size() == max_lines) break;
+    lines.push_back(fmt::format("{}: {} failed / {}{}", key, t.failed, t.total,
+                                t.failed == t.total ? " (all)" : ""));
+  }
+  return lines;
+}
+
+std::string format_mismatch(const Mismatch& m) {
+  std::string line = fmt::format(
+      "rank {} op {} token {} head {} dim {}: got {:.9g} want {:.9g} ({:.1f} ulps, tolerance "
+      "{:.1f})",
+      m.rank, m.op_idx, m.token, m.head, m.dim, m.got, m.want, m.err_ulps, m.tolerance_ulps);
+  if (!m.likely_source.empty()) line += "; likely " + m.likely_source;
+  return line;
+}
+
+std::string format_duration(double ms) {
+  if (ms < 1000) return fmt::format("{:.0f} ms", ms);
+  if (ms < 120000) return fmt::format("{:.1f} s", ms / 1000);
+  return fmt::format("{:.1f} min", ms / 60000);
+}
+
+TerminalReporter::TerminalReporter(std::FILE* out, TerminalStyle style)
+    : out_(out), style_(style) {}
+
+std::string TerminalReporter::paint(const std::string& text, const char* ansi) const {
+  return style_.color ? fmt::format("{}{}\x1b[0m", ansi, text) : text;
+}
+
+std::string TerminalReporter::status_word(CaseStatus s) const {
+  switch (s) {
+    case CaseStatus::kPass: return paint("PASS ", kGreen);
+    case CaseStatus::kFail: return paint("FAIL ", kRed);
+    case CaseStatus::kError: return paint("ERROR", kRed);
+    case CaseStatus::kSkipped: return paint("SKIP ", kYellow);
+  }
+  return "?";
+}
+
+void TerminalReporter::clear_progress() {
+  if (progress_shown_) {
+    fmt::print(out_, "\r\x1b[K");
+    progress_shown_ = false;
+  }
+}
+
+void TerminalReporter::note(const std::string& line) {
+  clear_progress();
+  fmt::print(out_, "{}\n", line);
+  std::fflush(out_);
+}
+
+void TerminalReporter::begin(const std::string& header_line, int num_cases) {
+  num_cases_ = num_cases;
+  start_ = std::chrono::steady_clock::now();
+  if (style_.verbosity >= 0) note(header_line);
+}
+
+void TerminalReporter::case_started(int index, const std::string& case_id) {
+  if (!style_.tty || style_.verbosity < 0) return;
+  const double elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  std::string line = fmt::format("[{}/{}] {:.0f}s {}running {}", index + 1, num_cases_,
+                                 elapsed_s,
+                                 num_bad_ > 0 ? fmt::format("{} failed, ", num_bad_) : "",
+                                 case_id);
+  if (line.size() > kProgressWidth) line = line.substr(0, kProgressWidth - 3) + "...";
+  fmt::print(out_, "\r\x1b[K{}", line);
+  std::fflush(out_);
+  progress_shown_ = true;
+}
+
+void TerminalReporter::case_finished(int index, const CaseResult& r) {
+  ++num_done_;
+  const bool bad = counts_as_failure(r);
+  if (bad) ++num_bad_;
+  const bool show = style_.verbosity > 0 || bad ||
+                    (r.status == CaseStatus::kSkipped && style_.verbosity >= 0);
+  if (show) {
+    std::string line = fmt::format("{} [{}/{}] {} ({})", status_word(r.status), index + 1,
+                                   num_cases_, r.case_id, format_duration(r.elapsed_ms));
+    if (r.status != CaseStatus::kPass && !r.message.empty()) line += ": " + r.message;
+    note(line);
+  }
+  // Off a TTY, about ten plain progress lines over the run (CI logs stay short).
+  if (!style_.tty && style_.verbosity == 0 && num_cases_ >= 10 && num_done_ >= next_plain_progress_ &&
+      num_done_ < num_cases_) {
+    const double elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    note(fmt::format("progress: {}/{} cases, {} failed, {:.1f} s", num_done_, num_cases_,
+                     num_bad_, elapsed_s));
+  }
+  if (num_done_ >= next_plain_progress_) next_plain_progress_ += std::max(1, num_cases_ / 10);
+}
+
+void TerminalReporter::print_details(const RunReport& report) const {
+  const SessionConfig& config = report.config;
+  std::string backend = config.backend == BackendKind::kHost ? "host" : "gpu";
+  std::string mps = config.mps == MpsMode::kOn ? "on" : (config.mps == MpsMode::kOff ? "off" : "auto");
+  if (report.environment) {
+    backend = report.environment->backend;
+    if (!report.environment->mps_mode.empty()) mps = report.environment->mps_mode;
+  }
+  fmt::print(out_, "backend {}, impl {}, MPS {}; {}\n", backend, impl_name(config), mps,
+             world_line(config));
+  if (report.environment && report.environment->ranks_share_gpu) {
+    std::string map;
+    const auto& rank_gpu = report.environment->rank_gpu;
+    for (size_t r = 0; r < rank_gpu.size(); ++r) {
+      map += fmt::format("{}{}->GPU{}", r == 0 ? "" : " ", r, rank_gpu[r]);
+    }
+    fmt::print(out_, "note: ranks share GPUs ({}): they time-slice; correctness holds, "
+               "timings mean nothing\n", map);
+  }
+  std::vector<const CaseResult*> ran;
+  for (const auto& r : report.cases) {
+    if (r.status != CaseStatus::kSkipped) ran.push_back(&r);
+  }
+  std::sort(ran.begin(), ran.end(),
+            [](const CaseResult* a, const CaseResult* b) { return a->elapsed_ms > b->elapsed_ms; });
+  if (ran.size() > 1) {
+    fmt::print(out_, "slowest cases:\n");
+    for (size_t i = 0; i < std::min(kNumSlowest, ran.size()); ++i) {
+      fmt::print(out_, "  {:>9}  {}\n", format_duration(ran[i]->elapsed_ms), ran[i]->case_id);
+    }
+  }
+}
+
+void TerminalReporter::print_failures(const RunReport& report) const {
+  std::vector<const CaseResult*> bad;
+  for (const auto& r : report.cases) {
+    if (counts_as_failure(r)) bad.push_back(&r);
+  }
+  if (bad.empty()) return;
+  const auto axis_lines = failures_by_axis(report.cases);
+  if (!axis_lines.empty() && report.cases.size() > 1) {
+    fmt::print(out_, "failures by axis value:\n");
+    for (const auto& line : axis_lines) fmt::print(out_, "  {}\n", line);
+  }
+  fmt::print(out_, "failed cases:\n");
+  for (size_t i = 0; i < std::min(bad.size(), kMaxDetailedFailures); ++i) {
+    const CaseResult& r = *bad[i];
+    fmt::print(out_, "  {} {}{}\n", status_word(r.status), r.case_id,
+               r.message.empty() ? "" : ": " + r.message);
+    size_t shown = 0;
+    for (const auto& rank : r.ranks) {
+      if (!rank.error.empty()) fmt::print(out_, "      rank {}: {}\n", rank.rank, rank.error);
+      for (const auto& m : rank.first_mismatches) {
+        if (shown++ == kMaxMismatchesPerCase) break;
+        fmt::print(out_, "      {}\n", format_mismatch(m));
+      }
+    }
+  }
+  if (bad.size() > kMaxDetailedFailures) {
+    fmt::print(out_, "  ... and {} more failed cases (all are in --json/--junit)\n",
+               bad.size() - kMaxDetailedFailures);
+  }
+  fmt::print(out_, "replay:\n");
+  for (size_t i = 0; i < std::min(bad.size(), kMaxReplayLines); ++i) {
+    fmt::print(out_, "  {}\n", bad[i]->replay);
+  }
+}
+
+void TerminalReporter::summary(const RunReport& report) {
+  clear_progress();
+  if (style_.verbosity >= 0) print_details(report);
+  print_failures(report);
+  const Counts c = count_results(report.cases);
+  const std::string word = verdict_word(report.exit_code);
+  const char* colour = report.exit_code == 0 ? kGreen : kRed;
+  std::string skipped_reason;
+  for (const auto& r : report.cases) {
+    if (r.status == CaseStatus::kSkipped && !r.message.empty()) {
+      skipped_reason = " (" + r.message + ")";
+      break;
+    }
+  }
+  fmt::print(out_, "{}: {} cases: {} passed, {} failed, {} errors, {} skipped{} in {} "
+             "[backend {}]\n",
+             paint(word, colour), c.total, c.passed, c.failed, c.errors, c.skipped,
+             c.skipped > 0 ? skipped_reason : "", format_duration(report.wall_s * 1000),
+             report.config.backend == BackendKind::kHost ? "host" : "gpu");
+  std::fflush(out_);
+}
+
+}  // namespace dcp

@@ -1,0 +1,61 @@
+// The human report on stdout: a header, live progress (a rewritten line on a
+// TTY, occasional plain lines otherwise), and a final summary meant to be read
+// in five seconds: verdict and counts last, failures grouped by axis value,
+// first mismatches, replay lines. Colour only on a TTY and never with NO_COLOR.
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "case.h"
+#include "run_report.h"
+
+namespace dcp {
+
+struct TerminalStyle {
+  bool tty = false;    // stdout is a terminal: progress line rewritten in place
+  bool color = false;  // ANSI colour
+  int verbosity = 0;   // -1 quiet, 0 normal, 1 verbose
+};
+// tty from isatty(stdout); colour only on a tty, without NO_COLOR, TERM != dumb.
+TerminalStyle detect_terminal_style(int verbosity);
+
+// Axis name/value pairs of a case, as shown in "failures by axis value".
+std::vector<std::pair<std::string, std::string>> case_axes(const Case& c);
+// "mode=graph: 4 failed / 20" lines for axis values with failures, most
+// telling first (highest failing fraction). Unparsable ids are ignored.
+std::vector<std::string> failures_by_axis(const std::vector<CaseResult>& cases,
+                                          size_t max_lines = 12);
+std::string format_mismatch(const Mismatch& m);
+std::string format_duration(double ms);
+
+class TerminalReporter {
+ public:
+  TerminalReporter(std::FILE* out, TerminalStyle style);
+  void begin(const std::string& header_line, int num_cases);
+  void case_started(int index, const std::string& case_id);
+  void case_finished(int index, const CaseResult& r);
+  void summary(const RunReport& report);
+  void note(const std::string& line);  // a plain line that survives the progress line
+
+ private:
+  std::string paint(const std::string& text, const char* ansi) const;
+  std::string status_word(CaseStatus s) const;
+  void clear_progress();
+  void print_failures(const RunReport& report) const;
+  void print_details(const RunReport& report) const;
+
+  std::FILE* out_;
+  TerminalStyle style_;
+  int num_cases_ = 0;
+  int num_done_ = 0;
+  int num_bad_ = 0;
+  int next_plain_progress_ = 0;
+  bool progress_shown_ = false;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+}  // namespace dcp
