@@ -1,0 +1,440 @@
+// The direct DCP all-to-all + LSE combine (SPEC section 1).
+//
+// One call on slot `slot` is two kernels on the caller's stream:
+//   dispatch: e = state.epoch + 1, parity = e & 1. Block (x, d) copies this
+//     rank's head slice [d*H, (d+1)*H) of some tokens into destination d's
+//     receive buffers at [parity][r], publishing LSE as base-2 fp32 (-inf for
+//     rows of empty KV shards, whose payload is skipped). The last block to
+//     finish for destination d release-stores e into d's flag [parity][r]; the
+//     last destination signalled writes e back to state.epoch.
+//   combine: reads e from state.epoch (the dispatch kernel finished before it
+//     starts: stream order), acquire-waits until every flag [parity][s] == e,
+//     then combines.
+//
+// Epoch bump (graph-safe, no host involvement): every dispatch block reads the
+// old epoch before it arrives at its destination counter, and only the block
+// completing the last destination writes the new one, so no block can read a
+// half-updated value. The counters return to 0 within the call, so replaying a
+// captured graph starts from the same state.
+//
+// Memory ordering of one signal (r -> d), the invariant the combine relies on:
+//   payload stores by every thread of block B -> __syncthreads (CTA order) ->
+//   B's thread 0: fence.sc.sys; atomicAdd(dest counter) -> the last block L
+//   observes B's increment (RMW chain); L: fence.sc.sys; st.release.sys flag
+//   -> d's thread 0: ld.acquire.sys sees e -> __syncthreads -> d's threads read
+//   the payload with ld.global.cg. Causality is transitive along that chain.
+//
+// Why two parities suffice: r writes [parity(e)] of d only during call e,
+// after its combine of e-1 finished, which needed d's signal for e-1, which d
+// sends only after its combine of e-2 (the last reader of that parity) ended.
+#include <algorithm>
+#include <cstdio>
+
+#include "combine_device.cuh"
+#include "direct_a2a.h"
+#include "mutants.h"
+
+namespace dcp {
+namespace {
+
+constexpr int kCombineThreads = 256;
+constexpr int kWarpsPerCombineBlock = kCombineThreads / 32;
+// At most two combines (one per slot stream) spin at once per process. Capping
+// each grid keeps both co-resident with room for a dispatch even on a small
+// MPS partition, so a spinning combine can never starve the dispatch a peer
+// is waiting for.
+constexpr int kMaxCombineBlocks = 48;
+constexpr int kMaxDispatchBlocksPerDest = 32;
+
+constexpr size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// ---------------------------------------------------------------- PTX helpers
+
+__device__ __forceinline__ uint64_t global_timer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ void store_release_sys(uint32_t* p, uint32_t v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ uint32_t load_acquire_sys(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void store_relaxed_sys(uint32_t* p, uint32_t v) {
+  asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+__device__ __forceinline__ uint32_t load_relaxed_sys(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ uint32_t load_volatile(const uint32_t* p) {
+  return *reinterpret_cast<const volatile uint32_t*>(p);
+}
+
+// ------------------------------------------------------------------- helpers
+
+template <bool kWithMutants>
+__device__ __forceinline__ int active_mutant(const DirectA2AParams& p) {
+  if constexpr (kWithMutants) {
+    return p.mutant;
+  } else {
+    return kMutantNone;  // constant: every mutant branch folds away
+  }
+}
+
+__device__ __forceinline__ DirectSlotState* slot_state(const DirectA2AParams& p, int mutant) {
+  return mutant == kMutantSharedSlotEpoch ? p.state_slot0 : p.state;
+}
+
+// Wraparound-safe: flags and epochs are u32 counters compared by equality.
+__device__ __forceinline__ bool flag_accepted(uint32_t flag, uint32_t epoch, int mutant) {
+  if (mutant == kMutantStaleEpochAccepted) {
+    return static_cast<int32_t>(flag - (epoch - 2u)) >= 0;  // the mistake: accepts e - 2
+  }
+  return flag == epoch;
+}
+
+// ------------------------------------------------------------------ dispatch
+
+template <ElemType kLse, bool kWithMutants>
+__global__ void __launch_bounds__(256) direct_dispatch_kernel(const DirectA2AParams p) {
+  const int mutant = active_mutant<kWithMutants>(p);
+  DirectSlotState* st = slot_state(p, mutant);
+  const bool relaxed = mutant == kMutantRelaxedOrdering;
+  const uint32_t epoch = load_volatile(&st->epoch) + 1u;
+  const uint32_t parity = mutant == kMutantSingleParity ? 0u : (epoch & 1u);
+
+  const int W = p.dcp_size, H = p.heads_per_rank, D = p.head_dim, r = p.group_rank;
+  const int d = blockIdx.y;
+  int head_begin = d * H;
+  if (mutant == kMutantLastRankHeadOffByOne && d == W - 1) head_begin -= 1;
+  const int src_pos = mutant == kMutantWrongSourcePosition ? d : r;
+  const int64_t out_stride =
+      mutant == kMutantIgnoreOutStride ? int64_t{W} * H * D : p.out_token_stride;
+  const int64_t lse_stride = mutant == kMutantIgnoreLseStride ? int64_t{W} * H : p.lse_token_stride;
+  uint32_t* flag = p.flags[d] + parity * W + r;
+
+  if (mutant == kMutantSignalBeforePayload && blockIdx.x == 0 && threadIdx.x == 0) {
+    store_release_sys(flag, epoch);  // the mistake: nothing has been written yet
+  }
+
+  const int vecs_per_row = H * D / device::kVecElems;
+  const int64_t dst_row0 = (int64_t{parity} * W + src_pos) * p.max_tokens;
+  for (int t = blockIdx.x; t < p.num_tokens; t += gridDim.x) {
+    bool masked = math::token_masked(p.seq_lens, p.query_start_loc, p.num_seqs, t);
+    if (mutant == kMutantEmptyNotMasked) masked = false;
+    if (!masked || mutant == kMutantMaskedRowsRead) {
+      const uint4* src = reinterpret_cast<const uint4*>(
+          static_cast<const uint16_t*>(p.partial_output) + t * out_stride + int64_t{head_begin} * D);
+      uint4* dst = reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.out_recv[d]) +
+                                            (dst_row0 + t) * H * D);
+      for (int i = threadIdx.x; i < vecs_per_row; i += blockDim.x) dst[i] = __ldg(src + i);
+    }
+    float* lse_dst = p.lse_recv[d] + (dst_row0 + t) * H;
+    for (int h = threadIdx.x; h < H; h += blockDim.x) {
+      lse_dst[h] = masked ? math::neg_inf()
+                          : device::load_lse_base2<kLse>(p.partial_lse,
+                                                         t * lse_stride + head_begin + h,
+                                                         p.lse_base_e != 0,
+                                                         mutant == kMutantNoBaseConversion);
+    }
+  }
+
+  __syncthreads();  // every thread's stores precede thread 0's fence (CTA order)
+  if (threadIdx.x != 0) return;
+  if (!relaxed) __threadfence_system();
+  if (atomicAdd(&st->dest_arrivals[d], 1u) + 1u != gridDim.x) return;
+  // Last block for destination d: every block's payload to d is visible.
+  st->dest_arrivals[d] = 0;
+  if (relaxed) {
+    store_relaxed_sys(flag, epoch);  // the mistake: no fence, no release
+  } else {
+    __threadfence_system();
+    store_release_sys(flag, epoch);
+  }
+  if (atomicAdd(&st->dests_signalled, 1u) + 1u != gridDim.y) return;
+  // Every block of this call has read the old epoch before arriving above.
+  st->dests_signalled = 0;
+  st->epoch = epoch;
+  if (p.status != nullptr) p.status->last_signalled_epoch[p.slot] = epoch;
+}
+
+// ------------------------------------------------------------------- combine
+
+// Takes scalars, not the params: passing the params struct by reference to a
+// non-inlined function would copy it to local memory in every thread.
+__device__ __noinline__ void report_and_trap(WaitStatus* status, uint32_t* trap_reported,
+                                             int rank, int source, int source_rank, int slot,
+                                             uint32_t parity, uint32_t epoch, uint32_t flag) {
+  if (status != nullptr) {
+    status->wait_source = source;
+    status->wait_slot = slot;
+    status->wait_parity = parity;
+    status->wait_epoch = epoch;
+    status->wait_flag_value = flag;
+    status->waiting = 1;
+    status->trapped = 1;
+    __threadfence_system();
+  }
+  if (atomicExch(trap_reported, 1u) == 0u) {
+    printf("dcp-check: rank %d waits for rank %d (slot %d, parity %u, epoch %u; flag holds %u) "
+           "-- trapping\n",
+           rank, source_rank, slot, parity, epoch, flag);
+  }
+  __trap();
+}
+
+// Thread 0 of each block waits for every source in turn. Only block 0
+// publishes into the (PCIe-mapped) status record, and only when a wait is not
+// satisfied at once, so the fast path never touches host memory.
+template <bool kWithMutants>
+__device__ void wait_for_sources(const DirectA2AParams& p, DirectSlotState* st, uint32_t epoch,
+                                 uint32_t parity) {
+  const int mutant = active_mutant<kWithMutants>(p);
+  const bool relaxed = mutant == kMutantRelaxedOrdering;
+  const uint32_t* flags = p.flags[p.group_rank] + parity * p.dcp_size;
+  const bool publish = blockIdx.x == 0 && p.status != nullptr;
+  for (int s = 0; s < p.dcp_size; ++s) {
+    uint32_t f = relaxed ? load_relaxed_sys(flags + s) : load_acquire_sys(flags + s);
+    if (flag_accepted(f, epoch, mutant)) continue;
+    const uint64_t start = global_timer_ns();
+    uint32_t shown = f;
+    if (publish) {
+      WaitStatus* ws = p.status;
+      ws->wait_source = s;
+      ws->wait_slot = p.slot;
+      ws->wait_parity = parity;
+      ws->wait_epoch = epoch;
+      ws->wait_flag_value = f;
+      ws->waiting = 1;
+    }
+    do {
+      if (global_timer_ns() - start > p.spin_timeout_ns) {
+        report_and_trap(p.status, &st->trap_reported, p.members[p.group_rank], s, p.members[s],
+                        p.slot, parity, epoch, f);
+      }
+      f = relaxed ? load_relaxed_sys(flags + s) : load_acquire_sys(flags + s);
+      if (publish && f != shown) {
+        p.status->wait_flag_value = f;
+        shown = f;
+      }
+    } while (!flag_accepted(f, epoch, mutant));
+    if (publish) p.status->waiting = 0;
+  }
+}
+
+template <ElemType kOut, bool kWithMutants>
+__global__ void __launch_bounds__(kCombineThreads) direct_combine_kernel(const DirectA2AParams p) {
+  const int mutant = active_mutant<kWithMutants>(p);
+  DirectSlotState* st = slot_state(p, mutant);
+  const uint32_t epoch = load_volatile(&st->epoch);
+  const uint32_t parity = mutant == kMutantSingleParity ? 0u : (epoch & 1u);
+  if (threadIdx.x == 0) wait_for_sources<kWithMutants>(p, st, epoch, parity);
+  __syncthreads();  // the acquire by thread 0 orders every thread's reads below
+
+  const int W = p.dcp_size, H = p.heads_per_rank, D = p.head_dim;
+  const int64_t src_elems = int64_t{p.max_tokens} * H * D;
+  device::CombineView v;
+  v.out_src = static_cast<const uint16_t*>(p.out_recv[p.group_rank]) + parity * W * src_elems;
+  v.out_src_stride = src_elems;
+  v.lse_src = p.lse_recv[p.group_rank] + int64_t{parity} * W * p.max_tokens * H;
+  v.lse_src_stride = int64_t{p.max_tokens} * H;
+  v.num_sources = W;
+  v.num_tokens = p.num_tokens;
+  v.heads = H;
+  v.head_dim = D;
+  v.output = static_cast<uint16_t*>(p.output);
+  const int warp = threadIdx.x / 32;
+  device::combine_rows<kOut, kWithMutants>(v, blockIdx.x * kWarpsPerCombineBlock + warp,
+                                           gridDim.x * kWarpsPerCombineBlock, mutant);
+
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  if (atomicAdd(&st->combine_arrivals, 1u) + 1u != gridDim.x) return;
+  st->combine_arrivals = 0;
+  if (p.status != nullptr) p.status->last_completed_epoch[p.slot] = epoch;
+}
+
+// --------------------------------------------------------------- small kernels
+
+__global__ void delay_kernel(uint32_t ns) {
+  const uint64_t start = global_timer_ns();
+  while (global_timer_ns() - start < ns) {
+    __nanosleep(256);
+  }
+}
+
+struct SlotFlags {
+  uint32_t* flags[kMaxSlots];  // each slot's [2][W] flags in this rank's workspace
+};
+
+__global__ void reset_kernel(SlotFlags slot_flags, int num_slots, int dcp_size,
+                             DirectSlotState* states, uint32_t epoch) {
+  for (int slot = 0; slot < num_slots; ++slot) {
+    uint32_t* flags = slot_flags.flags[slot];
+    for (int i = threadIdx.x; i < 2 * dcp_size; i += blockDim.x) flags[i] = epoch;
+    if (threadIdx.x == 0) {
+      DirectSlotState s{};
+      s.epoch = epoch;
+      states[slot] = s;
+    }
+  }
+}
+
+// ------------------------------------------------------------------- launch
+
+template <bool kWithMutants>
+cudaError_t launch_impl(const DirectA2AParams& p, cudaStream_t stream) {
+  if (!validate_direct_params(p).empty()) return cudaErrorInvalidValue;
+  const int vecs_per_row = p.heads_per_rank * p.head_dim / device::kVecElems;
+  const int dispatch_threads = std::min(256, std::max(64, (vecs_per_row + 31) / 32 * 32));
+  const dim3 dispatch_grid(std::min(p.num_tokens, kMaxDispatchBlocksPerDest), p.dcp_size);
+  switch (p.lse_dtype) {
+    case ElemType::kFp32:
+      direct_dispatch_kernel<ElemType::kFp32, kWithMutants>
+          <<<dispatch_grid, dispatch_threads, 0, stream>>>(p);
+      break;
+    case ElemType::kFp16:
+      direct_dispatch_kernel<ElemType::kFp16, kWithMutants>
+          <<<dispatch_grid, dispatch_threads, 0, stream>>>(p);
+      break;
+    case ElemType::kBf16:
+      direct_dispatch_kernel<ElemType::kBf16, kWithMutants>
+          <<<dispatch_grid, dispatch_threads, 0, stream>>>(p);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
+  const int rows = p.num_tokens * p.heads_per_rank;
+  const int combine_blocks = std::min(kMaxCombineBlocks,
+                                      (rows + kWarpsPerCombineBlock - 1) / kWarpsPerCombineBlock);
+  switch (p.out_dtype) {
+    case ElemType::kFp16:
+      direct_combine_kernel<ElemType::kFp16, kWithMutants>
+          <<<combine_blocks, kCombineThreads, 0, stream>>>(p);
+      break;
+    case ElemType::kBf16:
+      direct_combine_kernel<ElemType::kBf16, kWithMutants>
+          <<<combine_blocks, kCombineThreads, 0, stream>>>(p);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+}  // namespace
+
+// ------------------------------------------------------------------- layout
+
+size_t DirectWorkspaceLayout::out_region_bytes() const {
+  return align_up(size_t{2} * dcp_size * max_tokens * heads_per_rank * head_dim * 2, 256);
+}
+size_t DirectWorkspaceLayout::lse_region_bytes() const {
+  return align_up(size_t{2} * dcp_size * max_tokens * heads_per_rank * 4, 256);
+}
+size_t DirectWorkspaceLayout::flag_region_bytes() const {
+  return align_up(size_t{2} * dcp_size * 4, 256);
+}
+size_t DirectWorkspaceLayout::slot_bytes() const {
+  return out_region_bytes() + lse_region_bytes() + flag_region_bytes();
+}
+size_t DirectWorkspaceLayout::out_offset(int slot) const { return slot * slot_bytes(); }
+size_t DirectWorkspaceLayout::lse_offset(int slot) const {
+  return out_offset(slot) + out_region_bytes();
+}
+size_t DirectWorkspaceLayout::flags_offset(int slot) const {
+  return lse_offset(slot) + lse_region_bytes();
+}
+size_t DirectWorkspaceLayout::total_bytes() const { return num_slots * slot_bytes(); }
+
+// --------------------------------------------------------------- validation
+
+std::string validate_direct_params(const DirectA2AParams& p) {
+  const int W = p.dcp_size, H = p.heads_per_rank, D = p.head_dim;
+  if (p.out_dtype != ElemType::kFp16 && p.out_dtype != ElemType::kBf16) {
+    return "output dtype must be fp16 or bf16";
+  }
+  if (p.lse_dtype != ElemType::kFp32 && p.lse_dtype != ElemType::kFp16 &&
+      p.lse_dtype != ElemType::kBf16) {
+    return "LSE dtype must be fp32, fp16 or bf16";
+  }
+  if (W < 1 || W > kMaxDcpSize) return "dcp size must be in [1, 8]";
+  if (p.group_rank < 0 || p.group_rank >= W) return "group rank out of range";
+  if (p.slot < 0 || p.slot >= kMaxSlots) return "slot out of range";
+  if (H < 1) return "heads per rank must be >= 1";
+  if (D < 8 || D % 8 != 0) return "head dim must be a positive multiple of 8";
+  if (p.num_tokens < 1 || p.num_tokens > p.max_tokens) return "tokens must be in [1, max_tokens]";
+  if (p.out_token_stride < int64_t{W} * H * D || p.out_token_stride % 8 != 0) {
+    return "output token stride must be >= W*H*D and a multiple of 8 elements";
+  }
+  if (p.lse_token_stride < int64_t{W} * H) return "LSE token stride must be >= W*H";
+  if (p.partial_output == nullptr || p.partial_lse == nullptr || p.output == nullptr ||
+      p.state == nullptr || p.state_slot0 == nullptr) {
+    return "null input, output or state pointer";
+  }
+  if (!aligned16(p.partial_output) || !aligned16(p.output)) {
+    return "partial_output and output must be 16-byte aligned";
+  }
+  const size_t lse_elem = p.lse_dtype == ElemType::kFp32 ? 4 : 2;
+  if (reinterpret_cast<uintptr_t>(p.partial_lse) % lse_elem != 0) return "misaligned partial_lse";
+  for (int d = 0; d < W; ++d) {
+    if (p.out_recv[d] == nullptr || p.lse_recv[d] == nullptr || p.flags[d] == nullptr) {
+      return "null receive pointer";
+    }
+    if (!aligned16(p.out_recv[d])) return "receive buffers must be 16-byte aligned";
+  }
+  if ((p.seq_lens == nullptr) != (p.query_start_loc == nullptr)) {
+    return "seq_lens and query_start_loc must be given together";
+  }
+  if (p.seq_lens != nullptr && p.num_seqs < 1) return "num_seqs must be >= 1 with seq_lens";
+  if (p.spin_timeout_ns == 0) return "spin timeout must be > 0";
+  return "";
+}
+
+// ------------------------------------------------------------ host launchers
+
+cudaError_t launch_direct_a2a(const DirectA2AParams& p, cudaStream_t stream) {
+  if (p.mutant != kMutantNone) return cudaErrorInvalidValue;
+  return launch_impl<false>(p, stream);
+}
+
+cudaError_t launch_direct_a2a_mutant(const DirectA2AParams& p, cudaStream_t stream) {
+  return launch_impl<true>(p, stream);
+}
+
+cudaError_t launch_delay(uint32_t ns, cudaStream_t stream) {
+  if (ns == 0) return cudaSuccess;
+  delay_kernel<<<1, 1, 0, stream>>>(ns);
+  return cudaGetLastError();
+}
+
+cudaError_t reset_direct_workspace(void* local_workspace, const DirectWorkspaceLayout& layout,
+                                   DirectSlotState* states, uint32_t epoch,
+                                   cudaStream_t stream) {
+  if (local_workspace == nullptr || states == nullptr || layout.num_slots < 1 ||
+      layout.num_slots > kMaxSlots) {
+    return cudaErrorInvalidValue;
+  }
+  SlotFlags slot_flags{};
+  for (int slot = 0; slot < layout.num_slots; ++slot) {
+    slot_flags.flags[slot] = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(local_workspace) +
+                                                         layout.flags_offset(slot));
+  }
+  reset_kernel<<<1, 64, 0, stream>>>(slot_flags, layout.num_slots, layout.dcp_size, states, epoch);
+  return cudaGetLastError();
+}
+
+}  // namespace dcp

@@ -1,0 +1,118 @@
+// The direct DCP all-to-all + LSE combine (SPEC section 1): host-side view.
+// Plain C++ (no CUDA syntax), the only part of kernels/direct_a2a.cu that src/
+// sees. One call = two kernels on one stream: dispatch (write this rank's head
+// slices into every peer's receive buffers, then release-signal each peer) and
+// combine (acquire-wait for every source's signal, then combine). Stream order
+// between the two kernels replaces any grid-wide barrier, so neither kernel
+// ever needs all of its blocks co-resident.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include "combine_math.h"
+#include "wait_status.h"
+
+namespace dcp {
+
+// Per-slot state in this rank's own device memory (never mapped by peers).
+// Invariant between calls: every counter is 0 (the last arriving block resets
+// it), `epoch` is the epoch of the last call on this slot.
+struct DirectSlotState {
+  uint32_t epoch;                             // 0 at creation; +1 per call
+  uint32_t dest_arrivals[kMaxDcpSize];        // dispatch blocks done per destination
+  uint32_t dests_signalled;                   // destinations signalled this call
+  uint32_t combine_arrivals;                  // combine blocks done this call
+  uint32_t trap_reported;                     // 1 once a block printed the trap line
+  uint32_t reserved[4];
+};
+
+// Byte layout of one rank's symmetric workspace (identical on every rank, so a
+// peer's pointer plus the same offset addresses the same region there):
+//   for each slot: out recv [2][W][max_tokens][H][D] (16-bit out dtype),
+//                  lse recv [2][W][max_tokens][H] fp32 (base 2, masked -> -inf),
+//                  flags    [2][W] u32.
+// Every region starts on a 256-byte boundary.
+struct DirectWorkspaceLayout {
+  int dcp_size = 0;
+  int max_tokens = 0;
+  int heads_per_rank = 0;
+  int head_dim = 0;
+  int num_slots = kMaxSlots;
+
+  size_t out_region_bytes() const;   // one slot, both parities, every source
+  size_t lse_region_bytes() const;
+  size_t flag_region_bytes() const;
+  size_t slot_bytes() const;
+  size_t out_offset(int slot) const;
+  size_t lse_offset(int slot) const;
+  size_t flags_offset(int slot) const;
+  size_t total_bytes() const;
+};
+
+// Everything one call needs, by value (trivially copyable). Build it with
+// std::memset(&p, 0, sizeof p) first so two params compare with memcmp (the
+// graph cache relies on that).
+struct DirectA2AParams {
+  // This rank's inputs: partial_output [T, W*H, D], partial_lse [T, W*H].
+  const void* partial_output;
+  const void* partial_lse;
+  int64_t out_token_stride;  // elements, multiple of 8, >= W*H*D
+  int64_t lse_token_stride;  // elements, >= W*H
+  ElemType out_dtype;        // kFp16 or kBf16
+  ElemType lse_dtype;        // kFp32, kFp16 or kBf16
+  uint8_t lse_base_e;        // 1: natural log, 0: base 2
+  uint8_t pad0;
+  int32_t num_tokens;        // T, 1 <= T <= max_tokens
+  int32_t dcp_size;          // W <= kMaxDcpSize
+  int32_t heads_per_rank;    // H
+  int32_t head_dim;          // D, multiple of 8
+  int32_t max_tokens;        // workspace capacity
+  int32_t group_rank;        // r
+  int32_t slot;              // ubatch slot, < kMaxSlots
+  int32_t members[kMaxDcpSize];  // global rank of each group rank (messages only)
+  // Optional masking of empty KV shards (both null: nothing masked).
+  const int32_t* seq_lens;         // [num_seqs]
+  const int32_t* query_start_loc;  // [num_seqs + 1]
+  int32_t num_seqs;
+  int32_t mutant;                  // 0; honoured only by launch_direct_a2a_mutant
+  // The slot's receive regions in every group rank's workspace, as mapped into
+  // this process (index = group rank; [group_rank] is this rank's own).
+  void* out_recv[kMaxDcpSize];
+  float* lse_recv[kMaxDcpSize];
+  uint32_t* flags[kMaxDcpSize];
+  DirectSlotState* state;        // this slot's state (device memory)
+  DirectSlotState* state_slot0;  // slot 0's state (only the shared-epoch mutant uses it)
+  void* output;                  // [T, H, D] contiguous, out dtype
+  WaitStatus* status;            // device pointer to mapped pinned memory, or null
+  uint64_t spin_timeout_ns;      // bounded wait before trapping
+};
+
+// Empty string when `p` is launchable, else one line naming the problem
+// (dtype, sizes, strides, alignment, W, slot, null pointers).
+std::string validate_direct_params(const DirectA2AParams& p);
+
+// Enqueues dispatch + combine on `stream` (capturable: no allocation, no host
+// sync). Returns cudaErrorInvalidValue when validate_direct_params fails or
+// p.mutant != 0, else the launch error.
+cudaError_t launch_direct_a2a(const DirectA2AParams& p, cudaStream_t stream);
+
+// The self-test variant: the same kernels instantiated with the mutant switch
+// compiled in. p.mutant selects one of kernels/mutants.h (0 behaves correctly).
+cudaError_t launch_direct_a2a_mutant(const DirectA2AParams& p, cudaStream_t stream);
+
+// One thread spins for `ns` nanoseconds of %globaltimer (per-rank skew).
+cudaError_t launch_delay(uint32_t ns, cudaStream_t stream);
+
+// Sets every slot's epoch to `epoch`, clears its counters, and stores `epoch`
+// into every flag of this rank's own workspace (`local_workspace` is the
+// local base pointer). The caller guarantees quiescence (group barriers around
+// it) and synchronises the stream before the next call on any rank.
+cudaError_t reset_direct_workspace(void* local_workspace, const DirectWorkspaceLayout& layout,
+                                   DirectSlotState* states, uint32_t epoch,
+                                   cudaStream_t stream);
+
+}  // namespace dcp

@@ -1,0 +1,113 @@
+// Deliberately broken variants ("mutants") of the direct kernel, for
+// `dcp-check selftest` (issue 8). Each is one realistic mistake this kind of
+// kernel really has. They exist only in the kernels instantiated by
+// launch_direct_a2a_mutant (template flag kWithMutants); the normal launch
+// instantiates the kernels without them, so no normal command can reach one.
+// Plain C++: the table is read by src/ and the ids by the kernels.
+#pragma once
+
+#include <string_view>
+
+namespace dcp {
+
+enum GpuMutantId : int {
+  kMutantNone = 0,
+  kMutantSignalBeforePayload = 1,
+  kMutantSingleParity = 2,
+  kMutantStaleEpochAccepted = 3,
+  kMutantSharedSlotEpoch = 4,
+  kMutantRelaxedOrdering = 5,
+  kMutantIgnoreOutStride = 6,
+  kMutantIgnoreLseStride = 7,
+  kMutantLastRankHeadOffByOne = 8,
+  kMutantWrongSourcePosition = 9,
+  kMutantEmptyNotMasked = 10,
+  kMutantMaskedRowsRead = 11,
+  kMutantNoBaseConversion = 12,
+  kMutantHalfAccumulation = 13,
+  kMutantUnnormalisedWithNegInf = 14,
+  kMutantDropLastOddToken = 15,
+};
+
+struct GpuMutantInfo {
+  int id;
+  std::string_view name;
+  std::string_view kind;  // protocol, memory-ordering, indexing, masking, arithmetic, sizing
+  std::string_view description;
+  bool catchable_on_shared_gpu;       // false: ranks sharing one GPU cannot expose it
+  std::string_view uncatchable_reason;  // why, when the flag is false
+};
+
+inline constexpr GpuMutantInfo kGpuMutants[] = {
+    {kMutantSignalBeforePayload, "signal-before-payload", "protocol",
+     "each destination is signalled by its first dispatch block before any payload is "
+     "written; a peer already waiting combines stale receive buffers (exposed when ranks run "
+     "concurrently: distinct GPUs or MPS; time-sliced ranks expose it only when a slice ends "
+     "mid-dispatch)",
+     true, ""},
+    {kMutantSingleParity, "single-parity", "protocol",
+     "parity is always 0: a rank that finished call e overwrites a peer's half (and flag) that "
+     "the peer still reads or waits on for call e (pipelined / graph batches, skew)",
+     true, ""},
+    {kMutantStaleEpochAccepted, "stale-epoch-accepted", "protocol",
+     "the wait accepts flag >= epoch - 2 (wraparound-safe), i.e. the previous use of this "
+     "parity, so a late peer's stale payload is combined",
+     true, ""},
+    {kMutantSharedSlotEpoch, "shared-slot-epoch", "protocol",
+     "every ubatch slot uses slot 0's epoch and counters; slots run on their own streams, so "
+     "two in-flight calls race on one epoch (two-slot pipelined / graph batches)",
+     true, ""},
+    {kMutantRelaxedOrdering, "relaxed-ordering", "memory-ordering",
+     "flags stored and polled with relaxed system-scope accesses and no fences: the payload may "
+     "become visible after the flag",
+     false,
+     "ranks sharing one GPU write through the same L2 (the point of coherence), so the "
+     "reordering cannot become visible; it needs ranks on distinct GPUs over NVLink"},
+    {kMutantIgnoreOutStride, "ignore-out-stride", "indexing",
+     "partial_output rows are addressed with W*H*D instead of the padded token stride",
+     true, ""},
+    {kMutantIgnoreLseStride, "ignore-lse-stride", "indexing",
+     "partial_lse rows are addressed with W*H instead of the padded token stride", true, ""},
+    {kMutantLastRankHeadOffByOne, "last-rank-head-off-by-one", "indexing",
+     "the slice sent to the last group rank starts one head early (payload and LSE)", true, ""},
+    {kMutantWrongSourcePosition, "wrong-source-position", "indexing",
+     "dispatch writes into the destination's receive row of index d (the destination) instead "
+     "of r (the source)",
+     true, ""},
+    {kMutantEmptyNotMasked, "empty-not-masked", "masking",
+     "seq_lens is ignored: rows of empty KV shards (NaN garbage) are combined", true, ""},
+    {kMutantMaskedRowsRead, "masked-rows-read", "masking",
+     "zero-weight sources are still read and multiplied by 0 (masked payloads are copied "
+     "too): NaN garbage turns the output into NaN",
+     true, ""},
+    {kMutantNoBaseConversion, "no-base-conversion", "arithmetic",
+     "base-e LSEs are used as base 2 (the log2(e) factor is missing)", true, ""},
+    {kMutantHalfAccumulation, "half-accumulation", "arithmetic",
+     "the weighted sum is rounded to the 16-bit output type after every source instead of "
+     "accumulating in fp32",
+     true, ""},
+    {kMutantUnnormalisedWithNegInf, "unnormalised-with-neg-inf", "arithmetic",
+     "weights are divided by their sum only when every source is finite; with one -inf source "
+     "the others keep unnormalised weights",
+     true, ""},
+    {kMutantDropLastOddToken, "drop-last-odd-token", "sizing",
+     "the combine walks tokens in pairs without a tail: the last token of an odd count is "
+     "never written",
+     true, ""},
+};
+
+inline const GpuMutantInfo* find_gpu_mutant(int id) {
+  for (const auto& m : kGpuMutants) {
+    if (m.id == id) return &m;
+  }
+  return nullptr;
+}
+
+inline const GpuMutantInfo* find_gpu_mutant(std::string_view name) {
+  for (const auto& m : kGpuMutants) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+}  // namespace dcp
