@@ -15,6 +15,7 @@
 #include "errors.h"
 #include "geometry.h"
 #include "replay.h"
+#include "selftest.h"
 #include "suites.h"
 
 namespace dcp {
@@ -253,6 +254,12 @@ SessionConfig make_session_config(const SessionOptions& opts, const ReportOption
   config.timeout_s = opts.timeout_s;
   config.mps = opts.mps == "on" ? MpsMode::kOn : (opts.mps == "off" ? MpsMode::kOff : MpsMode::kAuto);
   config.fault = parse_fault_spec(opts.inject_fault, world);
+  if (!opts.mutant.empty()) {
+    const std::vector<MutantInfo> picked =
+        select_mutants(mutants_for_backend(config.backend), opts.mutant);
+    if (picked.size() != 1) usage(fmt::format("--mutant '{}': name exactly one", opts.mutant));
+    config.mutant = picked[0].id;
+  }
   config.verbosity = report.verbosity();
   return config;
 }
@@ -329,6 +336,7 @@ void add_session_options(CLI::App* app, SessionOptions& opts) {
   app->add_option("--mps", opts.mps, "auto (default) | on | off: CUDA MPS when ranks share a GPU");
   // Test-only: hidden from --help (an empty group hides an option in CLI11).
   app->add_option("--inject-fault", opts.inject_fault, "KIND:RANK:CASE:OP")->group("");
+  app->add_option("--mutant", opts.mutant, "NAME")->group("");
 }
 
 void add_report_options(CLI::App* app, ReportOptions& opts) {

@@ -7,6 +7,7 @@
 
 #include "errors.h"
 #include "options.h"
+#include "selftest.h"
 #include "suites.h"
 
 namespace dcp {
@@ -63,6 +64,14 @@ std::string replay_command(const SessionConfig& config, int world, const Case& c
   if (config.timeout_s != SessionOptions{}.timeout_s) cmd += fmt::format(" --timeout {}", config.timeout_s);
   if (config.mps == MpsMode::kOn) cmd += " --mps on";
   if (config.mps == MpsMode::kOff) cmd += " --mps off";
+  // A test-only mutant is part of what ran: without it the line would pass.
+  if (config.mutant != 0) {
+    std::string name = std::to_string(config.mutant);
+    for (const MutantInfo& m : mutants_for_backend(config.backend)) {
+      if (m.id == config.mutant) name = m.name;
+    }
+    cmd += " --mutant " + name;
+  }
   return cmd;
 }
 
