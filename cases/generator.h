@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "case.h"
+#include "numeric.h"
 
 namespace dcp {
 
@@ -34,5 +35,35 @@ double generated_output_value(const Case& c, int group_idx, int op_idx, int src,
                               int head /* in [0, W*H) */, int dim);
 double generated_lse_value(const Case& c, int group_idx, int op_idx, int src, int token,
                            int head /* in [0, W*H) */);
+
+// The reference's fast path (additive to the per-value functions above, and
+// identical to them): one op's generator with its layout computed once.
+class OpGenerator {
+ public:
+  OpGenerator(const Case& c, int group_idx, int op_idx);
+  const SequenceLayout& layout() const { return layout_; }
+  bool row_masked(int src, int token) const { return layout_.row_masked(src, token); }
+  double lse_value(int src, int token, int head) const;
+  // The D values of (src, token, head): NaN garbage for masked rows and rows
+  // whose LSE is planted +-inf or NaN.
+  void output_row(int src, int token, int head, double* out) const;
+  // Raw bits as stored (low 16 bits for fp16/bf16).
+  uint32_t lse_bits(int src, int token, int head) const;
+  void output_row_bits(int src, int token, int head, uint32_t* out) const;
+
+ private:
+  enum class RowKind : uint8_t { kNormal, kMasked, kPlanted };
+  RowKind row_kind(int src, int token) const;
+  double lse_double(int src, int token, int head) const;
+
+  Case c_;
+  SequenceLayout layout_;
+  uint64_t op_key_ = 0;
+  std::vector<uint64_t> out_keys_;  // per source: output elements
+  std::vector<uint64_t> row_keys_;  // per source: per-row scale and planting
+  std::vector<uint64_t> lse_keys_;  // per source: LSE elements
+};
+
+Format format_of(DType d);
 
 }  // namespace dcp

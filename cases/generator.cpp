@@ -1,0 +1,261 @@
+// Counter-based inputs. Every value is a pure function of (seed, group, op,
+// source, tensor, element index): keys are derived once per op and source, and
+// each element costs one SplitMix64 step plus a float rounding, so the
+// reference can regenerate W sources x T x H x D values per call cheaply.
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include "generator.h"
+#include "mix.h"
+
+namespace dcp {
+namespace {
+
+// Domain tags keep the streams of different tensors unrelated.
+enum Tag : uint64_t {
+  kTagOp = 0xDC9C0001,
+  kTagOut,
+  kTagRow,
+  kTagLse,
+  kTagLayout,
+  kTagTokenLse,
+  kTagSpecial,
+};
+
+uint32_t float_to_bits(Format f, float x) {
+  switch (f) {
+    case Format::kFp16:
+      return float_to_fp16_bits(x);
+    case Format::kBf16:
+      return float_to_bf16_bits(x);
+    case Format::kFp32:
+      return std::bit_cast<uint32_t>(x);
+  }
+  return 0;
+}
+
+constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+Format format_of(DType d) {
+  switch (d) {
+    case DType::kFp16:
+      return Format::kFp16;
+    case DType::kBf16:
+      return Format::kBf16;
+    case DType::kFp32:
+      return Format::kFp32;
+  }
+  return Format::kFp32;
+}
+
+bool SequenceLayout::row_masked(int src, int token) const {
+  if (query_start_loc.empty()) return false;
+  const auto it = std::upper_bound(query_start_loc.begin(), query_start_loc.end(), token);
+  const auto seq = static_cast<size_t>(it - query_start_loc.begin()) - 1;
+  return seq_lens[static_cast<size_t>(src)][seq] == 0;
+}
+
+SequenceLayout generate_layout(const Case& c, int group_idx, int op_idx) {
+  SequenceLayout l;
+  const int w = c.dcp_size;
+  l.seq_lens.assign(static_cast<size_t>(w), {});
+  if (c.empty == EmptyPattern::kNone) return l;  // no seq_lens at all: the unmasked path
+  Rng rng(hash_all(c.seed, kTagLayout, group_idx, op_idx));
+  // Decode: one token per sequence; speculative decoding: 1-4 tokens each.
+  l.query_start_loc.push_back(0);
+  for (int t = 0; t < c.num_tokens;) {
+    const int len = c.empty == EmptyPattern::kSpec ? rng.between(1, 4) : 1;
+    t = std::min(c.num_tokens, t + len);
+    l.query_start_loc.push_back(t);
+  }
+  const size_t num_seqs = l.query_start_loc.size() - 1;
+  for (auto& lens : l.seq_lens) {
+    lens.resize(num_seqs);
+    for (auto& len : lens) len = rng.between(1, 4096);  // only == 0 matters to the kernel
+  }
+  switch (c.empty) {
+    case EmptyPattern::kOne: {
+      auto& lens = l.seq_lens[static_cast<size_t>(rng.below(w))];
+      std::fill(lens.begin(), lens.end(), 0);
+      break;
+    }
+    case EmptyPattern::kAll: {
+      std::vector<bool> all_empty(num_seqs);
+      bool any = false;
+      for (size_t s = 0; s < num_seqs; ++s) any |= (all_empty[s] = rng.chance(0.5));
+      if (!any) all_empty[static_cast<size_t>(rng.below(static_cast<int>(num_seqs)))] = true;
+      for (size_t s = 0; s < num_seqs; ++s) {
+        if (!all_empty[s]) continue;
+        for (auto& lens : l.seq_lens) lens[s] = 0;
+      }
+      break;
+    }
+    case EmptyPattern::kRandom:
+    case EmptyPattern::kSpec:
+      for (auto& lens : l.seq_lens) {
+        for (auto& len : lens) {
+          if (rng.chance(0.3)) len = 0;
+        }
+      }
+      break;
+    case EmptyPattern::kNone:
+      break;
+  }
+  return l;
+}
+
+OpGenerator::OpGenerator(const Case& c, int group_idx, int op_idx)
+    : c_(c), layout_(generate_layout(c, group_idx, op_idx)) {
+  op_key_ = hash_all(c.seed, kTagOp, group_idx, op_idx);
+  for (int s = 0; s < c.dcp_size; ++s) {
+    out_keys_.push_back(hash_all(op_key_, kTagOut, s));
+    row_keys_.push_back(hash_all(op_key_, kTagRow, s));
+    lse_keys_.push_back(hash_all(op_key_, kTagLse, s));
+  }
+}
+
+OpGenerator::RowKind OpGenerator::row_kind(int src, int token) const {
+  if (layout_.row_masked(src, token)) return RowKind::kMasked;
+  const SpecialLse sp = c_.special;
+  if (sp != SpecialLse::kPosInf && sp != SpecialLse::kNegInf && sp != SpecialLse::kNan) {
+    return RowKind::kNormal;
+  }
+  // About a quarter of the tokens are special; on those, each source is
+  // planted with probability 1/2 (all of them sometimes: an all -inf row).
+  const bool special_token = stream_at(hash_in(op_key_, kTagSpecial), token) % 4 == 0;
+  if (special_token && (hash_all(op_key_, kTagSpecial, token, src) & 1)) return RowKind::kPlanted;
+  return RowKind::kNormal;
+}
+
+double OpGenerator::lse_double(int src, int token, int head) const {
+  const int wh = c_.dcp_size * c_.geometry.heads_per_rank;
+  const uint64_t idx = static_cast<uint64_t>(token) * wh + head;
+  switch (row_kind(src, token)) {
+    case RowKind::kMasked: {
+      // Garbage: NaN, or a large finite value that would dominate the combine
+      // if the kernel forgot the mask (a NaN alone would hide that bug).
+      const uint64_t r = stream_at(lse_keys_[src], idx);
+      return (r & 3) == 0 ? kNan : 20 + 20 * unit_double(r);
+    }
+    case RowKind::kPlanted:
+      return c_.special == SpecialLse::kNan ? kNan
+             : c_.special == SpecialLse::kPosInf ? kInf
+                                                 : -kInf;
+    case RowKind::kNormal:
+      break;
+  }
+  // Per-token offset and spread, so rows range from near-equal LSEs to gaps
+  // of tens (weights from ~1/W to ~2^-40).
+  const uint64_t tk = hash_all(op_key_, kTagTokenLse, token);
+  constexpr double kSpreads[4] = {0.5, 2, 8, 20};
+  const double offset = -4 + 12 * unit_double(tk);
+  const double spread = kSpreads[mix64(tk) & 3];
+  const bool special_token =
+      c_.special != SpecialLse::kNone && stream_at(hash_in(op_key_, kTagSpecial), token) % 4 == 0;
+  if (special_token && (c_.special == SpecialLse::kEqual || c_.special == SpecialLse::kHugeGap)) {
+    const uint64_t hv = hash_all(op_key_, kTagTokenLse, token, head);
+    double v = offset + spread * (2 * unit_double(hv) - 1);  // the same for every source
+    if (c_.special == SpecialLse::kHugeGap && src != static_cast<int>((hv >> 32) % c_.dcp_size)) {
+      v -= 160 + 140 * unit_double(hash_in(hv, static_cast<uint64_t>(src)));  // 2^-160: 0 in fp32
+    }
+    return v;
+  }
+  return offset + spread * (2 * unit_double(stream_at(lse_keys_[src], idx)) - 1);
+}
+
+uint32_t OpGenerator::lse_bits(int src, int token, int head) const {
+  return float_to_bits(format_of(c_.lse_dtype), static_cast<float>(lse_double(src, token, head)));
+}
+
+double OpGenerator::lse_value(int src, int token, int head) const {
+  return decode(format_of(c_.lse_dtype), lse_bits(src, token, head));
+}
+
+void OpGenerator::output_row_bits(int src, int token, int head, uint32_t* out) const {
+  const Format f = format_of(c_.out_dtype);
+  const int d_count = c_.geometry.head_dim;
+  if (row_kind(src, token) != RowKind::kNormal) {
+    std::fill(out, out + d_count, quiet_nan_bits(f));  // must never be read
+    return;
+  }
+  const int wh = c_.dcp_size * c_.geometry.heads_per_rank;
+  const uint64_t row = static_cast<uint64_t>(token) * wh + head;
+  // Per-row scale 1, 1/2, 1/4 or 1/8: magnitudes vary across sources.
+  const float scale = std::ldexp(1.0f, -static_cast<int>(stream_at(row_keys_[src], row) & 3));
+  const uint64_t key = out_keys_[src];
+  const uint64_t base = row * static_cast<uint64_t>(d_count);
+  for (int d = 0; d < d_count; ++d) {
+    float x = static_cast<float>(4 * unit_double(stream_at(key, base + d)) - 2) * scale;
+    if (x == 0) x = scale;  // never zero
+    out[d] = float_to_bits(f, x);
+  }
+}
+
+void OpGenerator::output_row(int src, int token, int head, double* out) const {
+  const Format f = format_of(c_.out_dtype);
+  const int d_count = c_.geometry.head_dim;
+  uint32_t bits[512];  // every preset's D fits; larger custom D takes the heap
+  if (d_count <= 512) {
+    output_row_bits(src, token, head, bits);
+    for (int d = 0; d < d_count; ++d) out[d] = decode(f, bits[d]);
+    return;
+  }
+  std::vector<uint32_t> big(static_cast<size_t>(d_count));
+  output_row_bits(src, token, head, big.data());
+  for (int d = 0; d < d_count; ++d) out[d] = decode(f, big[static_cast<size_t>(d)]);
+}
+
+SourceInputs generate_source_inputs(const Case& c, int group_idx, int op_idx, int src) {
+  const OpGenerator gen(c, group_idx, op_idx);
+  const Format of = format_of(c.out_dtype);
+  const Format lf = format_of(c.lse_dtype);
+  const int h_total = c.dcp_size * c.geometry.heads_per_rank;
+  const int d_count = c.geometry.head_dim;
+  const auto t_count = static_cast<size_t>(c.num_tokens);
+  const auto out_stride = static_cast<size_t>(c.out_token_stride());
+  const auto lse_stride = static_cast<size_t>(c.lse_token_stride());
+  SourceInputs in;
+  in.partial_output.resize(t_count * out_stride * static_cast<size_t>(format_bytes(of)));
+  in.partial_lse.resize(t_count * lse_stride * static_cast<size_t>(format_bytes(lf)));
+  // Padding holds NaN: a kernel that ignores a token stride reads it.
+  for (size_t i = 0; i < t_count * out_stride; ++i) {
+    write_bits(of, in.partial_output.data(), i, quiet_nan_bits(of));
+  }
+  for (size_t i = 0; i < t_count * lse_stride; ++i) {
+    write_bits(lf, in.partial_lse.data(), i, quiet_nan_bits(lf));
+  }
+  std::vector<uint32_t> row(static_cast<size_t>(d_count));
+  for (int t = 0; t < c.num_tokens; ++t) {
+    for (int h = 0; h < h_total; ++h) {
+      write_bits(lf, in.partial_lse.data(), t * lse_stride + static_cast<size_t>(h),
+                 gen.lse_bits(src, t, h));
+      gen.output_row_bits(src, t, h, row.data());
+      const size_t base = t * out_stride + static_cast<size_t>(h) * d_count;
+      for (int d = 0; d < d_count; ++d) {
+        write_bits(of, in.partial_output.data(), base + static_cast<size_t>(d),
+                   row[static_cast<size_t>(d)]);
+      }
+    }
+  }
+  return in;
+}
+
+double generated_output_value(const Case& c, int group_idx, int op_idx, int src, int token,
+                              int head, int dim) {
+  const OpGenerator gen(c, group_idx, op_idx);
+  std::vector<double> row(static_cast<size_t>(c.geometry.head_dim));
+  gen.output_row(src, token, head, row.data());
+  return row[static_cast<size_t>(dim)];
+}
+
+double generated_lse_value(const Case& c, int group_idx, int op_idx, int src, int token,
+                           int head) {
+  return OpGenerator(c, group_idx, op_idx).lse_value(src, token, head);
+}
+
+}  // namespace dcp

@@ -1,0 +1,226 @@
+#include "suites.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "geometry.h"
+#include "plan.h"
+
+namespace dcp {
+namespace {
+
+// Axis values of a case, named as a user would (independent of suites.cpp).
+std::string stride_class(const Case& c) {
+  if (c.out_pad_elems == 0 && c.lse_pad_elems == 0) return "contig";
+  if (c.lse_pad_elems == 0) return "padded-out";
+  if (c.out_pad_elems == 0) return "padded-lse";
+  return "padded-both";
+}
+
+std::map<std::string, std::string> main_axes(const Case& c) {
+  return {
+      {"dcp", std::to_string(c.dcp_size)},
+      {"out", std::string(to_string(c.out_dtype))},
+      {"lse", std::string(to_string(c.lse_dtype))},
+      {"base", std::string(to_string(c.lse_base))},
+      {"tokens", std::to_string(c.num_tokens)},
+      {"stride", stride_class(c)},
+      {"empty", std::string(to_string(c.empty))},
+      {"mode", std::string(to_string(c.mode))},
+      {"slots", std::to_string(c.num_slots)},
+  };
+}
+
+const std::map<std::string, std::vector<std::string>>& expected_world4_kimi() {
+  static const std::map<std::string, std::vector<std::string>> v = {
+      {"dcp", {"4", "2"}},
+      {"out", {"fp16", "bf16"}},
+      {"lse", {"fp32", "fp16", "bf16"}},
+      {"base", {"e", "2"}},
+      {"tokens", {"1", "3", "5", "8", "17", "64", "100", "128"}},
+      {"stride", {"contig", "padded-out", "padded-lse", "padded-both"}},
+      {"empty", {"none", "one", "all", "random", "spec"}},
+      {"mode", {"eager", "graph", "pipe", "mix"}},
+      {"slots", {"1", "2"}},
+  };
+  return v;
+}
+
+// Returns "" when every value and every pair of values of the main axes
+// appears among `cases` (restricted to `geometry`), else what is missing.
+std::string missing_coverage(const std::vector<Case>& cases, const std::string& geometry) {
+  std::set<std::string> singles, pairs;
+  for (const Case& c : cases) {
+    if (c.geometry.name != geometry) continue;
+    const auto ax = main_axes(c);
+    for (const auto& [a, va] : ax) {
+      singles.insert(a + "=" + va);
+      for (const auto& [b, vb] : ax) {
+        if (a < b) pairs.insert(a + "=" + va + "," + b + "=" + vb);
+      }
+    }
+  }
+  const auto& want = expected_world4_kimi();
+  for (const auto& [a, vals] : want) {
+    for (const auto& va : vals) {
+      if (!singles.count(a + "=" + va)) return "value " + a + "=" + va;
+    }
+  }
+  for (const auto& [a, vals] : want) {
+    for (const auto& va : vals) {
+      for (const auto& [b, bvals] : want) {
+        if (!(a < b)) continue;
+        for (const auto& vb : bvals) {
+          const std::string p = a + "=" + va + "," + b + "=" + vb;
+          if (!pairs.count(p)) return "pair " + p;
+        }
+      }
+    }
+  }
+  return "";
+}
+
+std::string missing_secondary(const std::vector<Case>& cases) {
+  std::set<std::string> seen;
+  for (const Case& c : cases) {
+    seen.insert("special=" + std::string(to_string(c.special)));
+    seen.insert(c.skew ? "skew" : "noskew");
+    seen.insert(c.num_layers > 1 ? "layers" : "onelayer");
+    if (c.epoch_start) {
+      // The epoch must actually wrap (pass 2^32 - 1) on every slot the case uses.
+      int ops[2] = {0, 0};
+      for (const auto& b : plan_case(c, 0)) {
+        for (const auto& pc : b.calls) ++ops[pc.slot];
+      }
+      const uint64_t left = 0xFFFFFFFFull - *c.epoch_start;
+      bool wraps = true;
+      for (int n : ops) wraps &= n == 0 || static_cast<uint64_t>(n) > left;
+      seen.insert(wraps ? "epochwrap" : "epoch-that-never-wraps");
+      CHECK(wraps);
+    }
+  }
+  for (const char* v : {"special=none", "special=equal", "special=hugegap", "special=posinf",
+                        "special=neginf", "special=nan", "skew", "noskew", "layers", "onelayer",
+                        "epochwrap"}) {
+    if (!seen.count(v)) return v;
+  }
+  return "";
+}
+
+TEST_CASE("default covers every value and every pair of the main axes (world 4, kimi)") {
+  const auto cases = build_suite("default", {4, *find_geometry("kimi"), 0});
+  MESSAGE("default suite, world 4, kimi: " << cases.size() << " cases");
+  CHECK(cases.size() >= 80);
+  CHECK(cases.size() <= 200);
+  CHECK(missing_coverage(cases, "kimi") == "");
+  // Within each group size too.
+  for (int w : {4, 2}) {
+    std::vector<Case> sub;
+    for (const Case& c : cases) {
+      if (c.dcp_size == w) sub.push_back(c);
+    }
+    const std::string miss = missing_coverage(sub, "kimi");
+    CHECK_MESSAGE(miss == (w == 4 ? "value dcp=2" : "value dcp=4"), miss);
+  }
+  CHECK(missing_secondary(cases) == "");
+}
+
+TEST_CASE("the coverage check fails when an axis value is missing") {
+  auto cases = build_suite("default", {4, *find_geometry("kimi"), 0});
+  auto without = cases;
+  std::erase_if(without, [](const Case& c) { return c.empty == EmptyPattern::kSpec; });
+  CHECK(missing_coverage(without, "kimi") == "value empty=spec");
+  auto no_pair = cases;
+  std::erase_if(no_pair, [](const Case& c) {
+    return c.mode == ExecMode::kGraph && c.out_pad_elems > 0 && c.lse_pad_elems == 0;
+  });
+  CHECK(missing_coverage(no_pair, "kimi").find("pair") == 0);
+  auto no_epoch = cases;
+  for (Case& c : no_epoch) c.epoch_start.reset();
+  CHECK(missing_secondary(no_epoch) == "epochwrap");
+}
+
+TEST_CASE("suite sizes and determinism") {
+  for (int world : {2, 4, 8}) {
+    for (const char* geo : {"kimi", "kimi-k3", "deepseek", "tiny"}) {
+      const SuiteOptions opts{world, *find_geometry(geo), 0};
+      const auto a = build_suite("default", opts);
+      CHECK(a == build_suite("default", opts));
+      MESSAGE("default world " << world << " " << std::string(geo) << ": " << a.size() << " cases");
+      CHECK(a.size() <= 200);
+      std::set<std::string> ids;
+      for (const Case& c : a) ids.insert(format_case_id(c));
+      CHECK(ids.size() == a.size());  // no duplicates
+      for (const Case& c : a) {
+        CHECK(world % c.dcp_size == 0);
+        CHECK(c.num_tokens <= c.geometry.max_tokens);
+        CHECK(c.out_pad_elems % 8 == 0);
+      }
+    }
+  }
+  // --seed changes the data, not the structure.
+  const auto s0 = build_suite("default", {4, *find_geometry("kimi"), 0});
+  const auto s1 = build_suite("default", {4, *find_geometry("kimi"), 1});
+  REQUIRE(s0.size() == s1.size());
+  CHECK(s0[0].seed != s1[0].seed);
+  Case a = s0[0], b = s1[0];
+  a.seed = b.seed = 0;
+  CHECK(a == b);
+}
+
+TEST_CASE("upstream cases are all in default, as specified") {
+  for (int world : {2, 4}) {
+    for (const char* geo : {"kimi", "tiny", "kimi-k3"}) {
+      const SuiteOptions opts{world, *find_geometry(geo), 3};
+      const auto def = build_suite("default", opts);
+      const auto up = build_suite("upstream", opts);
+      CHECK(up.size() == 8 * dcp_sizes_for_world(world).size());
+      for (const Case& u : up) {
+        CAPTURE(format_case_id(u));
+        CHECK(std::find(def.begin(), def.end(), u) != def.end());
+        CHECK(u.geometry.name == "kimi-k3");
+        CHECK(u.mode == ExecMode::kGraph);
+        CHECK(u.num_calls == 3);
+      }
+      std::set<std::string> shapes;
+      for (const Case& u : up) {
+        shapes.insert(std::to_string(u.num_tokens) + (u.out_pad_elems ? "p" : "c") +
+                      std::string(to_string(u.empty)) + std::string(to_string(u.out_dtype)) +
+                      std::string(to_string(u.lse_base)));
+        if (u.out_pad_elems) {
+          // 128-head backing storage viewed as W*6 heads.
+          CHECK(u.out_token_stride() == 128 * 512);
+          CHECK(u.lse_token_stride() == 128);
+        }
+      }
+      for (const char* s : {"1cnone", "17cnone", "5pnone", "128pnone", "1cone", "17cone",
+                            "5pone", "128pone"}) {
+        bool found = false;
+        for (const auto& x : shapes) found |= x.starts_with(s);
+        CHECK_MESSAGE(found, s);
+      }
+    }
+  }
+}
+
+TEST_CASE("smoke, full and dcp sizes") {
+  CHECK(dcp_sizes_for_world(4) == std::vector<int>{4, 2});
+  CHECK(dcp_sizes_for_world(8) == std::vector<int>{8, 4, 2});
+  CHECK(dcp_sizes_for_world(6) == std::vector<int>{6, 3, 2});
+  CHECK(dcp_sizes_for_world(1).empty());
+  const auto smoke = build_suite("smoke", {4, *find_geometry("kimi"), 0});
+  CHECK(smoke.size() >= 4);
+  CHECK(smoke.size() <= 8);
+  const auto full = build_suite("full", {2, *find_geometry("tiny"), 0});
+  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2);  // tiny: 6 token counts
+  CHECK_THROWS_AS(build_suite("nope", {2, *find_geometry("tiny"), 0}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace dcp
