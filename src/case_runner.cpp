@@ -1,0 +1,150 @@
+#include "case_runner.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <thread>
+
+#include "errors.h"
+#include "generator.h"
+#include "plan.h"
+
+namespace dcp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool batch_has_op(const PlannedBatch& batch, int op_idx) {
+  return std::any_of(batch.calls.begin(), batch.calls.end(),
+                     [&](const PlannedCall& call) { return call.op_idx == op_idx; });
+}
+
+CallInputs make_call_inputs(const Case& c, const BackendConfig& bc, const PlannedCall& planned) {
+  CallInputs call;
+  call.op_idx = planned.op_idx;
+  call.slot = planned.slot;
+  call.skew_ns = planned.skew_ns;
+  SourceInputs inputs = generate_source_inputs(c, bc.group_idx, planned.op_idx, bc.group_rank);
+  call.partial_output = std::move(inputs.partial_output);
+  call.partial_lse = std::move(inputs.partial_lse);
+  if (c.empty != EmptyPattern::kNone) {
+    SequenceLayout layout = generate_layout(c, bc.group_idx, planned.op_idx);
+    call.seq_lens = layout.seq_lens.at(bc.group_rank);
+    call.query_start_loc = std::move(layout.query_start_loc);
+  }
+  return call;
+}
+
+// Faults that act before the batch holding the fault's op is dispatched.
+void fire_pre_dispatch_fault(const FaultSpec& fault, const BackendConfig& bc,
+                             const std::string& backend_name) {
+  switch (fault.kind) {
+    case FaultSpec::Kind::kCrash: {
+      rlimit no_core{0, 0};
+      setrlimit(RLIMIT_CORE, &no_core);  // a test crash must not leave a core file
+      std::raise(SIGSEGV);
+      std::abort();
+    }
+    case FaultSpec::Kind::kHang:
+      // Stop participating: peers spin on flags this rank never writes.
+      while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+    case FaultSpec::Kind::kStall: {
+      // Shorter than the spin bound, so the run must still pass.
+      const double stall_s = std::min(3.0, bc.spin_timeout_s / 2);
+      std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(stall_s * 1e3)));
+      return;
+    }
+    case FaultSpec::Kind::kCudaError:
+    case FaultSpec::Kind::kOom:
+      throw_injected_device_fault(fault.kind, backend_name == "gpu", bc.global_rank);
+    case FaultSpec::Kind::kCorrupt:
+    case FaultSpec::Kind::kNone:
+      return;
+  }
+}
+
+void corrupt_output(std::vector<uint8_t>& out) {
+  if (out.size() < 2) return;
+  // Flip an exponent bit of the middle element: wrong by far more than any
+  // tolerance, whatever its value (a zero becomes 2.0 in fp16 and bf16).
+  out[(out.size() / 4) * 2 + 1] ^= 0x40;
+}
+
+void accumulate_check(RankCaseResult& r, CallCheck&& check) {
+  r.num_checked += check.num_checked;
+  r.num_mismatches += check.num_mismatches;
+  r.num_nan += check.num_nan;
+  for (auto& m : check.first_mismatches) {
+    if (r.first_mismatches.size() < 8) r.first_mismatches.push_back(std::move(m));
+  }
+}
+
+void run_batches(const Case& c, RankBackend& backend, const CaseRunContext& ctx,
+                 RankCaseResult& result) {
+  const BackendConfig& bc = *ctx.backend_config;
+  const FaultSpec& fault = ctx.fault;
+  const bool fault_here = fault.kind != FaultSpec::Kind::kNone &&
+                          fault.rank == bc.global_rank && fault.case_index == ctx.case_index;
+  // An op past the end of the case fires at its last op, so a fault always fires.
+  const int fault_op = std::clamp(fault.op_idx, 0, std::max(0, num_ops(c) - 1));
+  uint64_t hash = kFnvOffset;
+  for (const PlannedBatch& planned : plan_case(c, bc.group_rank)) {
+    if (planned.calls.empty()) continue;
+    Batch batch;
+    batch.mode = planned.mode;
+    for (const PlannedCall& call : planned.calls) batch.calls.push_back(make_call_inputs(c, bc, call));
+    const bool fire = fault_here && batch_has_op(planned, fault_op);
+    if (fire) fire_pre_dispatch_fault(fault, bc, backend.name());
+    if (ctx.progress) ctx.progress(planned.calls.front().op_idx);
+    std::vector<std::vector<uint8_t>> outputs = backend.run_batch(c, batch);
+    DCP_CHECK(outputs.size() == batch.calls.size(), HarnessError,
+              "backend returned {} outputs for {} calls", outputs.size(), batch.calls.size());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const int op = batch.calls[i].op_idx;
+      if (fire && fault.kind == FaultSpec::Kind::kCorrupt && op == fault_op) {
+        corrupt_output(outputs[i]);
+      }
+      hash = fnv1a(hash, outputs[i]);
+      accumulate_check(result, check_call_output(c, bc.group_idx, bc.group_rank, bc.global_rank,
+                                                 op, outputs[i], ctx.profile));
+      if (ctx.progress) ctx.progress(op);
+    }
+  }
+  result.output_hash = hash;
+}
+
+}  // namespace
+
+uint64_t fnv1a(uint64_t hash, const std::vector<uint8_t>& bytes) {
+  for (uint8_t b : bytes) {
+    hash ^= b;
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+RankCaseResult run_case_on_rank(const Case& c, RankBackend& backend, const CaseRunContext& ctx) {
+  RankCaseResult result;
+  result.case_id = format_case_id(c);
+  result.rank = ctx.backend_config->global_rank;
+  const auto start = Clock::now();
+  try {
+    run_batches(c, backend, ctx, result);
+    result.passed = result.num_mismatches == 0 && result.num_checked > 0;
+  } catch (const KernelFault& e) {
+    result.error = e.what();
+    result.error_kind = "kernel";
+  } catch (const std::exception& e) {
+    result.error = e.what();
+    result.error_kind = "harness";
+  }
+  if (!result.error.empty()) result.passed = false;
+  result.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return result;
+}
+
+}  // namespace dcp

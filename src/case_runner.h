@@ -1,0 +1,41 @@
+// Runs one case on one rank: plan the calls, generate this rank's inputs,
+// run them through the backend, check every call's output against the float64
+// reference, and summarise as a RankCaseResult. Injected faults (tests only)
+// fire here, at the chosen op, so every backend gets the same fault behaviour.
+#pragma once
+
+#include <functional>
+
+#include "backend.h"
+#include "case.h"
+#include "checker.h"
+#include "results.h"
+#include "session.h"
+
+namespace dcp {
+
+struct CaseRunContext {
+  const BackendConfig* backend_config = nullptr;  // ranks and group of this backend
+  CheckProfile profile;
+  FaultSpec fault;     // fires when fault.rank == global rank and case_index matches
+  int case_index = 0;  // index of this case within the session
+  // Heartbeat: called before each batch (with its first op) and after each
+  // call is checked, so the supervisor's deadline is per call, not per case.
+  std::function<void(int op_idx)> progress;
+};
+
+// Never throws for kernel or harness faults: they become result.error and
+// result.error_kind ("kernel" or "harness"). Exceptions that are not
+// std::exception (ShutdownRequested) pass through.
+RankCaseResult run_case_on_rank(const Case& c, RankBackend& backend, const CaseRunContext& ctx);
+
+// FNV-1a, continued from `hash` (start with kFnvOffset).
+inline constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
+uint64_t fnv1a(uint64_t hash, const std::vector<uint8_t>& bytes);
+
+// Throws the KernelFault an injected cuda_error / oom produces: on the GPU a
+// real failing CUDA call (an absurd allocation, an invalid device), on the host
+// its stand-in. Defined in fault_inject.cpp.
+[[noreturn]] void throw_injected_device_fault(FaultSpec::Kind kind, bool gpu, int rank);
+
+}  // namespace dcp

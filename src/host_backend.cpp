@@ -1,0 +1,375 @@
+#include "host_backend.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "errors.h"
+#include "host_combine.h"
+#include "host_mutants.h"
+#include "status_board.h"
+#include "suites.h"
+
+namespace dcp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+size_t page_bytes() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
+size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// One rank's receive buffers, identical in every segment of a group:
+//   header page: epoch[kMaxSlots] (owner only) and flags [kMaxSlots][2][W] u32
+//   lse  [kMaxSlots][2][W][max_tokens][H] fp32
+//   out  [kMaxSlots][2][W][max_tokens][H][D] 16-bit out dtype
+// Rows are innermost-but-one so a call with T tokens touches only T rows.
+struct SegmentLayout {
+  int num_ranks = 0, heads = 0, dim = 0, max_tokens = 0;
+  static constexpr size_t kFlagsOffset = 256;
+  size_t lse_offset = 0, out_offset = 0, total_bytes = 0;
+
+  SegmentLayout(const Geometry& g, int dcp_size)
+      : num_ranks(dcp_size), heads(g.heads_per_rank), dim(g.head_dim), max_tokens(g.max_tokens) {
+    const size_t rows = size_t{kMaxSlots} * 2 * num_ranks * max_tokens * heads;
+    lse_offset = page_bytes();
+    out_offset = align_up(lse_offset + rows * sizeof(float), page_bytes());
+    total_bytes = align_up(out_offset + rows * dim * sizeof(uint16_t), page_bytes());
+  }
+  size_t flag_index(int slot, int parity, int src) const {
+    return (static_cast<size_t>(slot) * 2 + parity) * num_ranks + src;
+  }
+  size_t row_index(int slot, int parity, int src, int token, int head) const {
+    return ((flag_index(slot, parity, src) * max_tokens) + token) * heads + head;
+  }
+};
+
+// A mapped segment; unlinks the name only if asked to (the owner does it once
+// every peer has mapped it, so a crash later leaves nothing behind).
+class Segment {
+ public:
+  Segment(const std::string& name, size_t bytes, bool create) : name_(name), bytes_(bytes) {
+    int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0);
+    int fd = shm_open(name.c_str(), flags, 0600);
+    DCP_CHECK(fd >= 0, HarnessError, "host backend: cannot {} shared memory {}: {}",
+              create ? "create" : "open", name, std::strerror(errno));
+    linked_ = create;
+    int rc = create ? ftruncate(fd, static_cast<off_t>(bytes)) : 0;
+    struct stat st {};
+    if (rc == 0 && fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= bytes) {
+      base_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    int err = errno;
+    close(fd);
+    if (base_ == nullptr || base_ == MAP_FAILED) {
+      base_ = nullptr;
+      unlink_name();
+      DCP_THROW(HarnessError, "host backend: cannot size or map {} ({} bytes): {}", name, bytes,
+                std::strerror(err));
+    }
+  }
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+  ~Segment() {
+    if (base_ != nullptr) munmap(base_, bytes_);
+    unlink_name();
+  }
+  void unlink_name() {
+    if (linked_) shm_unlink(name_.c_str());
+    linked_ = false;
+  }
+  char* base() const { return static_cast<char*>(base_); }
+
+ private:
+  std::string name_;
+  size_t bytes_ = 0;
+  void* base_ = nullptr;
+  bool linked_ = false;
+};
+
+float load_lse(DType t, const uint8_t* row, size_t idx) {
+  switch (t) {
+    case DType::kFp32: {
+      float v;
+      std::memcpy(&v, row + idx * 4, 4);
+      return v;
+    }
+    case DType::kFp16:
+    case DType::kBf16: {
+      uint16_t bits;
+      std::memcpy(&bits, row + idx * 2, 2);
+      return t == DType::kFp16 ? math::fp16_to_float(bits) : math::bf16_to_float(bits);
+    }
+  }
+  return std::numeric_limits<float>::quiet_NaN();
+}
+
+class HostBackend final : public RankBackend {
+ public:
+  HostBackend(const BackendConfig& config, Rendezvous& rendezvous);
+  std::string name() const override { return "host"; }
+  void begin_case(const Case& c) override;
+  std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) override;
+
+ private:
+  void validate(const Case& c) const;
+  void run_call(const Case& c, const CallInputs& call, std::vector<uint8_t>& out);
+  void dispatch(const Case& c, const CallInputs& call, int slot, int parity, uint32_t epoch);
+  void copy_payload(const Case& c, const CallInputs& call, int dest, int slot, int parity);
+  void wait_for_flags(int slot, int parity, uint32_t epoch);
+  void combine(const Case& c, int slot, int parity, std::vector<uint8_t>& out) const;
+  std::atomic_ref<uint32_t> flag(int dest, int slot, int parity, int src) const {
+    auto* flags = reinterpret_cast<uint32_t*>(peers_[dest]->base() + SegmentLayout::kFlagsOffset);
+    return std::atomic_ref<uint32_t>(flags[layout_.flag_index(slot, parity, src)]);
+  }
+  uint32_t* own_epochs() const { return reinterpret_cast<uint32_t*>(peers_[me_]->base()); }
+  float* lse_of(int dest) const {
+    return reinterpret_cast<float*>(peers_[dest]->base() + layout_.lse_offset);
+  }
+  uint16_t* out_of(int dest) const {
+    return reinterpret_cast<uint16_t*>(peers_[dest]->base() + layout_.out_offset);
+  }
+
+  BackendConfig config_;
+  SegmentLayout layout_;
+  int me_ = 0;                                  // group rank
+  std::vector<std::unique_ptr<Segment>> peers_;  // by group rank; peers_[me_] is ours
+  WaitStatus local_status_{};                   // used when no status board is given
+  WaitStatus* status_ = nullptr;
+};
+
+HostBackend::HostBackend(const BackendConfig& config, Rendezvous& rendezvous)
+    : config_(config), layout_(config.geometry, config.dcp_size), me_(config.group_rank) {
+  status_ = config.status != nullptr ? config.status : &local_status_;
+  DCP_CHECK(static_cast<int>(config.members.size()) == config.dcp_size, HarnessError,
+            "host backend: {} members for dcp size {}", config.members.size(), config.dcp_size);
+  struct statvfs vfs {};
+  if (statvfs("/dev/shm", &vfs) == 0) {
+    const size_t free_bytes = static_cast<size_t>(vfs.f_bavail) * vfs.f_frsize;
+    DCP_CHECK(layout_.total_bytes <= free_bytes, UsageError,
+              "/dev/shm has {} MiB free but the host backend needs {} MiB per rank for this "
+              "geometry: lower --max-tokens or enlarge /dev/shm",
+              free_bytes >> 20, layout_.total_bytes >> 20);
+  }
+  const std::string tag = fmt::format("host-g{}x{}", config.dcp_size, config.group_idx);
+  peers_.resize(config.dcp_size);
+  const std::string mine = host_segment_name(config.run_id, config.dcp_size, config.group_idx,
+                                             config.global_rank);
+  peers_[me_] = std::make_unique<Segment>(mine, layout_.total_bytes, /*create=*/true);
+  auto names = rendezvous.allgather(tag + "-created", config.members, mine);
+  for (int i = 0; i < config.dcp_size; ++i) {
+    if (i == me_) continue;
+    peers_[i] = std::make_unique<Segment>(names[i], layout_.total_bytes, /*create=*/false);
+  }
+  // Every peer holds a mapping now: the names can go, the memory stays until unmapped.
+  rendezvous.barrier(tag + "-mapped", config.members);
+  peers_[me_]->unlink_name();
+}
+
+void HostBackend::validate(const Case& c) const {
+  const Geometry& g = config_.geometry;
+  DCP_CHECK(c.dcp_size == config_.dcp_size && c.geometry.heads_per_rank == g.heads_per_rank &&
+                c.geometry.head_dim == g.head_dim && c.num_tokens >= 1 &&
+                c.num_tokens <= g.max_tokens && c.num_slots >= 1 && c.num_slots <= kMaxSlots,
+            HarnessError, "host backend (dcp {}, h{} d{} m{}) cannot run case {}",
+            config_.dcp_size, g.heads_per_rank, g.head_dim, g.max_tokens, format_case_id(c));
+  DCP_CHECK(c.out_dtype != DType::kFp32, HarnessError,
+            "host backend: output dtype must be fp16 or bf16");
+}
+
+void HostBackend::begin_case(const Case& c) {
+  validate(c);
+  if (!c.epoch_start) return;
+  // Quiescent (between two group barriers): every flag we receive is set to the
+  // restarted epoch, so the next call (epoch + 1, either parity) cannot see a
+  // stale flag equal to its own epoch, even across the 32-bit wrap.
+  const uint32_t e = *c.epoch_start;
+  for (int s = 0; s < kMaxSlots; ++s) {
+    own_epochs()[s] = e;
+    status_->last_signalled_epoch[s] = e;
+    status_->last_completed_epoch[s] = e;
+    for (int p = 0; p < 2; ++p) {
+      for (int src = 0; src < config_.dcp_size; ++src) flag(me_, s, p, src).store(e);
+    }
+  }
+}
+
+std::vector<std::vector<uint8_t>> HostBackend::run_batch(const Case& c, const Batch& batch) {
+  validate(c);
+  std::vector<std::vector<uint8_t>> outputs(batch.calls.size());
+  for (size_t i = 0; i < batch.calls.size(); ++i) run_call(c, batch.calls[i], outputs[i]);
+  return outputs;
+}
+
+void HostBackend::run_call(const Case& c, const CallInputs& call, std::vector<uint8_t>& out) {
+  const int slot = call.slot;
+  DCP_CHECK(slot >= 0 && slot < c.num_slots, HarnessError, "call on slot {} of {}", slot,
+            c.num_slots);
+  if (call.skew_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(call.skew_ns));
+  // Poison: all-ones is a NaN in fp16 and bf16, so an unwritten element fails.
+  out.assign(static_cast<size_t>(c.num_tokens) * layout_.heads * layout_.dim * 2, 0xFF);
+  const uint32_t epoch = ++own_epochs()[slot];
+  // Two parities: a rank cannot reuse a half before every peer has finished
+  // reading it (it needs their next-epoch flags, sent only after their combine).
+  const int parity = config_.mutant == kHostMutantSingleParity ? 0 : static_cast<int>(epoch & 1);
+  dispatch(c, call, slot, parity, epoch);
+  status_->last_signalled_epoch[slot] = epoch;
+  wait_for_flags(slot, parity, epoch);
+  combine(c, slot, parity, out);
+  status_->last_completed_epoch[slot] = epoch;
+}
+
+void HostBackend::dispatch(const Case& c, const CallInputs& call, int slot, int parity,
+                           uint32_t epoch) {
+  const int w = config_.dcp_size;
+  for (int k = 1; k <= w; ++k) {
+    const int dest = (me_ + k) % w;  // start with the next rank: spreads contention
+    auto f = flag(dest, slot, parity, me_);
+    if (config_.mutant == kHostMutantEarlySignal) {
+      f.store(epoch, std::memory_order_release);
+      copy_payload(c, call, dest, slot, parity);
+    } else {
+      copy_payload(c, call, dest, slot, parity);
+      f.store(epoch, std::memory_order_release);  // publishes the payload above
+    }
+  }
+}
+
+void HostBackend::copy_payload(const Case& c, const CallInputs& call, int dest, int slot,
+                               int parity) {
+  const int h_count = layout_.heads, d_count = layout_.dim;
+  const size_t out_stride = static_cast<size_t>(c.out_token_stride());
+  const size_t lse_stride = static_cast<size_t>(c.lse_token_stride());
+  const bool masking = !call.seq_lens.empty();
+  // Converted to base 2 here, as the kernel's dispatch does (the mutant skips it).
+  const bool base_e = c.lse_base == LseBase::kE && config_.mutant != kHostMutantNoBaseConversion;
+  float* lse = lse_of(dest);
+  uint16_t* out = out_of(dest);
+  const auto* src_out = reinterpret_cast<const uint16_t*>(call.partial_output.data());
+  for (int t = 0; t < c.num_tokens; ++t) {
+    // An empty KV shard: its rows are garbage, so send -inf and never the payload.
+    const bool masked =
+        masking && math::token_masked(call.seq_lens.data(), call.query_start_loc.data(),
+                                      static_cast<int>(call.seq_lens.size()), t);
+    const uint8_t* lse_row = call.partial_lse.data() + t * lse_stride * (c.lse_dtype == DType::kFp32 ? 4 : 2);
+    for (int h = 0; h < h_count; ++h) {
+      const int head = dest * h_count + h;
+      const size_t row = layout_.row_index(slot, parity, me_, t, h);
+      lse[row] = masked ? math::neg_inf()
+                        : math::lse_to_base2(load_lse(c.lse_dtype, lse_row, head), base_e);
+      if (!masked) {
+        std::memcpy(out + row * d_count, src_out + t * out_stride + static_cast<size_t>(head) * d_count,
+                    d_count * sizeof(uint16_t));
+      }
+    }
+  }
+}
+
+void HostBackend::wait_for_flags(int slot, int parity, uint32_t epoch) {
+  const auto deadline =
+      Clock::now() + std::chrono::microseconds(static_cast<int64_t>(config_.spin_timeout_s * 1e6));
+  for (int src = 0; src < config_.dcp_size; ++src) {
+    auto f = flag(me_, slot, parity, src);
+    auto arrived = [&](uint32_t v) {
+      return config_.mutant == kHostMutantStaleWait ? v != 0 : v == epoch;
+    };
+    uint32_t v = f.load(std::memory_order_acquire);
+    if (arrived(v)) continue;
+    status_->wait_source = static_cast<uint32_t>(src);
+    status_->wait_slot = static_cast<uint32_t>(slot);
+    status_->wait_parity = static_cast<uint32_t>(parity);
+    status_->wait_epoch = epoch;
+    status_->wait_flag_value = v;
+    status_->waiting = 1;
+    // Backoff: CI runs 4 workers on 2 cores, so a spinning rank must yield the
+    // CPU to the peer it waits for.
+    for (uint64_t i = 1; !arrived(v = f.load(std::memory_order_acquire)); ++i) {
+      if (i < 64) continue;
+      if (i < 1024) {
+        sched_yield();
+        continue;
+      }
+      status_->wait_flag_value = v;
+      std::this_thread::sleep_for(std::chrono::microseconds(i < 4096 ? 20 : 200));
+      if (Clock::now() > deadline) {
+        status_->wait_flag_value = f.load(std::memory_order_acquire);
+        status_->trapped = 1;  // `waiting` stays set: the supervisor reports from it
+        DCP_THROW(KernelFault, "host model: {} for {} s: spin bound expired",
+                  format_wait(*status_, config_.global_rank, config_.members[src]),
+                  config_.spin_timeout_s);
+      }
+    }
+    status_->waiting = 0;
+  }
+}
+
+void HostBackend::combine(const Case& c, int slot, int parity, std::vector<uint8_t>& out) const {
+  const int w = config_.dcp_size, h_count = layout_.heads, d_count = layout_.dim;
+  const float* lse = lse_of(me_);
+  const uint16_t* recv = out_of(me_);
+  auto* dst = reinterpret_cast<uint16_t*>(out.data());
+  float lses[kHostMaxRanks];
+  const uint16_t* rows[kHostMaxRanks];
+  for (int t = 0; t < c.num_tokens; ++t) {
+    for (int h = 0; h < h_count; ++h) {
+      for (int s = 0; s < w; ++s) {
+        const size_t row = layout_.row_index(slot, parity, s, t, h);
+        lses[s] = lse[row];
+        rows[s] = recv + row * d_count;
+      }
+      uint16_t* o = dst + (static_cast<size_t>(t) * h_count + h) * d_count;
+      if (c.out_dtype == DType::kBf16) {
+        host_combine_row<ElemType::kBf16>(w, lses, rows, d_count, o);
+      } else {
+        host_combine_row<ElemType::kFp16>(w, lses, rows, d_count, o);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<RankBackend> make_host_backend(const BackendConfig& config,
+                                               Rendezvous& rendezvous) {
+  DCP_CHECK(config.dcp_size >= 2 && config.dcp_size <= kHostMaxRanks, HarnessError,
+            "host backend: dcp size {} outside [2, {}]", config.dcp_size, kHostMaxRanks);
+  return std::make_unique<HostBackend>(config, rendezvous);
+}
+
+std::string host_segment_name(const std::string& run_id, int dcp_size, int group_idx,
+                              int global_rank) {
+  return fmt::format("/dcp-check-{}-g{}x{}-r{}", run_id, dcp_size, group_idx, global_rank);
+}
+
+std::vector<std::string> host_segment_names(const std::string& run_id, int world) {
+  std::vector<std::string> names;
+  for (int g : dcp_sizes_for_world(world)) {
+    for (int r = 0; r < world; ++r) names.push_back(host_segment_name(run_id, g, r / g, r));
+  }
+  return names;
+}
+
+size_t host_segment_bytes(const Geometry& geometry, int dcp_size) {
+  return SegmentLayout(geometry, dcp_size).total_bytes;
+}
+
+size_t host_workspace_bytes(const Geometry& geometry, int world) {
+  size_t total = 0;
+  for (int g : dcp_sizes_for_world(world)) total += world * host_segment_bytes(geometry, g);
+  return total;
+}
+
+}  // namespace dcp

@@ -1,0 +1,51 @@
+// Protocol mutants of the host model, for `selftest` (issue 8): each breaks
+// one rule the direct path relies on, so a run that still passes proves the
+// checker blind. Id 0 is the correct model. Ids are the values of
+// BackendConfig::mutant for the host backend (the GPU mutants have their own table).
+#pragma once
+
+#include <string_view>
+
+namespace dcp {
+
+enum HostMutantId : int {
+  kHostMutantNone = 0,
+  kHostMutantSingleParity = 1,  // parity is always 0: a fast rank overwrites a half a peer still reads
+  kHostMutantEarlySignal = 2,   // the flag is released before the payload is copied
+  kHostMutantNoBaseConversion = 3,  // base-e LSEs are combined as if they were base 2
+  kHostMutantStaleWait = 4,     // the wait accepts any nonzero flag instead of this epoch
+};
+
+struct HostMutantInfo {
+  int id;
+  std::string_view name;
+  std::string_view kind;  // protocol, memory-ordering, arithmetic (as in kernels/mutants.h)
+  std::string_view description;
+};
+
+inline constexpr HostMutantInfo kHostMutants[] = {
+    {kHostMutantSingleParity, "single-parity", "protocol",
+     "one parity half instead of two: back-to-back calls overwrite a half still being read"},
+    {kHostMutantEarlySignal, "early-signal", "memory-ordering",
+     "flag stored before the payload copy: a peer may combine stale data"},
+    {kHostMutantNoBaseConversion, "no-base-conversion", "arithmetic",
+     "base-e LSEs are not converted to base 2 before weighting"},
+    {kHostMutantStaleWait, "stale-wait", "protocol",
+     "the wait accepts any nonzero flag, so later calls read data from earlier epochs"},
+};
+
+inline const HostMutantInfo* find_host_mutant(int id) {
+  for (const auto& m : kHostMutants) {
+    if (m.id == id) return &m;
+  }
+  return nullptr;
+}
+
+inline const HostMutantInfo* find_host_mutant(std::string_view name) {
+  for (const auto& m : kHostMutants) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+}  // namespace dcp

@@ -1,0 +1,131 @@
+#include "status_board.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "errors.h"
+
+namespace dcp {
+namespace {
+
+size_t page_size() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
+
+}  // namespace
+
+std::string StatusBoard::shm_name(const std::string& run_id) {
+  return fmt::format("/dcp-check-{}-status", run_id);
+}
+
+size_t StatusBoard::entry_stride_bytes() {
+  static_assert(sizeof(WaitStatus) <= 4096, "a WaitStatus must fit in one page");
+  return page_size();
+}
+
+StatusBoard StatusBoard::create(const std::string& run_id, int world) {
+  StatusBoard board;
+  board.name_ = shm_name(run_id);
+  board.world_ = world;
+  board.bytes_ = entry_stride_bytes() * static_cast<size_t>(world);
+  int fd = shm_open(board.name_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  DCP_CHECK(fd >= 0, HarnessError, "cannot create shared memory {}: {}", board.name_,
+            std::strerror(errno));
+  board.owner_ = true;  // from here on the destructor unlinks the name
+  int rc = ftruncate(fd, static_cast<off_t>(board.bytes_));
+  int err = errno;
+  if (rc == 0) {
+    board.base_ = mmap(nullptr, board.bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    err = errno;
+  }
+  close(fd);
+  DCP_CHECK(rc == 0 && board.base_ != MAP_FAILED, HarnessError,
+            "cannot size or map shared memory {} ({} bytes): {}", board.name_, board.bytes_,
+            std::strerror(err));
+  std::memset(board.base_, 0, board.bytes_);
+  return board;
+}
+
+StatusBoard StatusBoard::open(const std::string& run_id, int world) {
+  StatusBoard board;
+  board.name_ = shm_name(run_id);
+  board.world_ = world;
+  board.bytes_ = entry_stride_bytes() * static_cast<size_t>(world);
+  int fd = shm_open(board.name_.c_str(), O_RDWR | O_CLOEXEC, 0600);
+  DCP_CHECK(fd >= 0, HarnessError, "cannot open shared memory {}: {}", board.name_,
+            std::strerror(errno));
+  struct stat st {};
+  bool sized = fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= board.bytes_;
+  if (sized) board.base_ = mmap(nullptr, board.bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int err = errno;
+  close(fd);
+  DCP_CHECK(sized, HarnessError, "shared memory {} is smaller than {} ranks", board.name_, world);
+  DCP_CHECK(board.base_ != MAP_FAILED, HarnessError, "cannot map shared memory {}: {}",
+            board.name_, std::strerror(err));
+  return board;
+}
+
+StatusBoard::StatusBoard(StatusBoard&& other) noexcept { *this = std::move(other); }
+
+StatusBoard& StatusBoard::operator=(StatusBoard&& other) noexcept {
+  if (this != &other) {
+    release();
+    base_ = std::exchange(other.base_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+    world_ = std::exchange(other.world_, 0);
+    name_ = std::move(other.name_);
+    owner_ = std::exchange(other.owner_, false);
+  }
+  return *this;
+}
+
+StatusBoard::~StatusBoard() { release(); }
+
+void StatusBoard::release() {
+  if (base_ != nullptr && base_ != MAP_FAILED) munmap(base_, bytes_);
+  base_ = nullptr;
+  if (owner_) shm_unlink(name_.c_str());
+  owner_ = false;
+}
+
+WaitStatus* StatusBoard::entry(int rank) const {
+  DCP_CHECK(rank >= 0 && rank < world_ && base_ != nullptr, HarnessError,
+            "status board has no entry for rank {}", rank);
+  return reinterpret_cast<WaitStatus*>(static_cast<char*>(base_) +
+                                       entry_stride_bytes() * static_cast<size_t>(rank));
+}
+
+std::string format_wait(const WaitStatus& s, int rank, int source_global_rank) {
+  return fmt::format("rank {} waits for rank {} (slot {}, parity {}, epoch {}; flag holds {})",
+                     rank, source_global_rank, s.wait_slot, s.wait_parity, s.wait_epoch,
+                     s.wait_flag_value);
+}
+
+std::vector<std::string> diagnose_waits(const std::vector<const WaitStatus*>& entries,
+                                        int dcp_size) {
+  std::vector<std::string> lines;
+  const int world = static_cast<int>(entries.size());
+  for (int r = 0; r < world; ++r) {
+    const WaitStatus& s = *entries[r];
+    if (!s.waiting) continue;
+    const int group_base = dcp_size > 0 ? r / dcp_size * dcp_size : 0;
+    const int src = group_base + static_cast<int>(s.wait_source);
+    std::string line = format_wait(s, r, src);
+    if (src >= 0 && src < world && s.wait_slot < static_cast<uint32_t>(kMaxSlots)) {
+      line += fmt::format("; rank {} last signalled epoch {}", src,
+                          entries[src]->last_signalled_epoch[s.wait_slot]);
+    }
+    if (s.trapped) line += " [spin bound expired]";
+    lines.push_back(std::move(line));
+  }
+  if (lines.empty()) lines.push_back("no rank was waiting on a flag");
+  return lines;
+}
+
+}  // namespace dcp

@@ -1,0 +1,56 @@
+// The status board: one page-aligned WaitStatus per rank in a POSIX
+// shared-memory segment `/dcp-check-<run_id>-status`, created by the supervisor
+// and mapped by every worker. A rank publishes what it waits on; the supervisor
+// reads it at a deadline without the worker's help (the worker may be hung or
+// dead). Every entry starts on its own page so the GPU backend can register a
+// rank's page as mapped pinned memory without touching its neighbours.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "wait_status.h"
+
+namespace dcp {
+
+class StatusBoard {
+ public:
+  // Supervisor: creates (exclusively) and zero-fills the segment.
+  static StatusBoard create(const std::string& run_id, int world);
+  // Worker: maps the segment the supervisor created.
+  static StatusBoard open(const std::string& run_id, int world);
+  static std::string shm_name(const std::string& run_id);
+  static size_t entry_stride_bytes();  // the page size
+
+  StatusBoard(StatusBoard&& other) noexcept;
+  StatusBoard& operator=(StatusBoard&& other) noexcept;
+  StatusBoard(const StatusBoard&) = delete;
+  StatusBoard& operator=(const StatusBoard&) = delete;
+  ~StatusBoard();  // unmaps; the creator also unlinks the name
+
+  WaitStatus* entry(int rank) const;
+  int world() const { return world_; }
+
+ private:
+  StatusBoard() = default;
+  void release();
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  int world_ = 0;
+  std::string name_;
+  bool owner_ = false;
+};
+
+// "rank 2 waits for rank 3 (slot 0, parity 1, epoch 17; flag holds 16)": one
+// rank's wait, with the source given as a global rank. Used verbatim by the
+// host backend's trap message and by the supervisor's diagnosis, so the two agree.
+std::string format_wait(const WaitStatus& s, int rank, int source_global_rank);
+
+// The supervisor's hang diagnosis for a case of dcp size `dcp_size`: one line
+// per waiting rank, "<format_wait>; rank 3 last signalled epoch 16", or a line
+// saying no rank was waiting on a flag. `entries[r]` is rank r's status.
+std::vector<std::string> diagnose_waits(const std::vector<const WaitStatus*>& entries,
+                                        int dcp_size);
+
+}  // namespace dcp

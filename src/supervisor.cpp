@@ -1,0 +1,431 @@
+// The supervisor: spawns one worker per rank, relays their rendezvous, and
+// tears everything down on every path. Invariants:
+// - every wait has a deadline (start-up, per-call heartbeat, shutdown);
+// - every worker dies with the supervisor (PR_SET_PDEATHSIG) and is reaped;
+// - every shared-memory name of the run is unlinked and the run directory
+//   (socket, MPS pipes and logs) removed, whatever failed.
+#include <dirent.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "errors.h"
+#include "gpu_env.h"
+#include "host_backend.h"
+#include "suites.h"
+#include "supervisor_impl.h"
+#include "version.h"
+#include "worker_protocol.h"
+
+namespace dcp {
+namespace {
+
+using nlohmann::json;
+
+uint32_t random_u32() {
+  std::random_device rd;
+  return rd();
+}
+
+std::string join_members(const std::vector<int>& members) {
+  return fmt::format("{}", fmt::join(members, ","));
+}
+
+}  // namespace
+
+// ---- Session ---------------------------------------------------------------
+
+Session::Session(const SessionConfig& config) : impl_(std::make_unique<Impl>(config)) {
+  impl_->start();  // on a throw, ~Impl (a constructed member) tears down what exists
+}
+
+Session::~Session() = default;
+
+CaseResult Session::run_case(const Case& c, const std::string& suite) {
+  return impl_->run_case(c, suite);
+}
+
+bool Session::dead() const { return impl_->dead; }
+const EnvironmentInfo& Session::environment() const { return impl_->env; }
+const SessionConfig& Session::config() const { return impl_->config; }
+
+// ---- start-up --------------------------------------------------------------
+
+void Session::Impl::start() {
+  signals.emplace();
+  dcp_sizes = dcp_sizes_for_world(config.world);
+  DCP_CHECK(!dcp_sizes.empty(), UsageError, "--world {}: no DCP group size divides it",
+            config.world);
+  env.backend = config.backend == BackendKind::kHost ? "host" : "gpu";
+  env.dcp_version = DCP_VERSION;
+  env.git_revision = DCP_GIT_REVISION;
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  env.hostname = host;
+  detect_gpus();
+  make_run_dir();
+  board.emplace(StatusBoard::create(run_id, config.world));
+  listener = std::make_unique<UnixListener>(socket_path);
+  const int num_gpus = static_cast<int>(env.gpus.size());
+  mps = std::make_unique<MpsController>(config.mps, config.backend == BackendKind::kGpu,
+                                        config.world, num_gpus, run_dir);
+  env.mps_mode = mps->description();
+  spawn_workers();
+  const auto deadline =
+      SupervisorClock::now() + std::chrono::seconds(static_cast<int64_t>(kStartupTimeoutS));
+  await_connections(deadline);
+  for (WorkerState& w : workers) {
+    WorkerConfig wc;
+    wc.session = config;
+    wc.run_id = run_id;
+    wc.device = env.rank_gpu.empty() ? 0 : env.rank_gpu[w.rank];
+    wc.dcp_sizes = dcp_sizes;
+    wc.gather_timeout_s = std::max(120.0, 4 * config.timeout_s + 30);
+    w.channel->send(worker_config_to_json(wc));
+  }
+  await_ready(deadline);
+}
+
+void Session::Impl::detect_gpus() {
+  if (config.backend == BackendKind::kHost) return;
+  std::string reason;
+  const int num_gpus = count_gpus(&reason);
+  if (num_gpus <= 0) {
+    throw UsageError(fmt::format(
+        "no CUDA GPU is visible ({}): run on a GPU machine, or use --backend host for the CPU "
+        "model of the protocol",
+        reason.empty() ? "no device found" : reason));
+  }
+  fill_gpu_environment(&env);
+  if (static_cast<int>(env.gpus.size()) != num_gpus) {
+    env.gpus.resize(num_gpus);
+    for (int i = 0; i < num_gpus; ++i) env.gpus[i].index = i;
+  }
+  for (int r = 0; r < config.world; ++r) env.rank_gpu.push_back(r % num_gpus);
+  env.ranks_share_gpu = config.world > num_gpus;
+}
+
+void Session::Impl::make_run_dir() {
+  const pid_t pid = getpid();
+  run_id = fmt::format("{}-{:08x}", pid, random_u32());
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::vector<std::string> bases;
+  if (tmpdir != nullptr && *tmpdir != '\0') bases.emplace_back(tmpdir);
+  bases.emplace_back("/tmp");
+  for (const std::string& base : bases) {
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      std::string dir = fmt::format("{}/dcp-check.{}.{:08x}", base, pid, random_u32());
+      // A Unix socket path must fit in sun_path (108 bytes): a deep $TMPDIR falls back to /tmp.
+      if (dir.size() + 5 >= 100) break;
+      if (mkdir(dir.c_str(), 0700) == 0) {
+        run_dir = dir;
+        socket_path = dir + "/sock";
+        return;
+      }
+      if (errno != EEXIST) break;
+    }
+  }
+  DCP_THROW(HarnessError, "cannot create a run directory under {} or /tmp: {}",
+            tmpdir != nullptr ? tmpdir : "$TMPDIR", std::strerror(errno));
+}
+
+void Session::Impl::spawn_workers() {
+  const std::vector<std::string> worker_env = make_environment(mps->worker_env(), mps->worker_unset());
+  SpawnOptions opts;
+  opts.die_with_parent = true;
+  opts.ignore_sigint = true;
+  workers.resize(config.world);
+  for (int r = 0; r < config.world; ++r) {
+    WorkerState& w = workers[r];
+    w.rank = r;
+    w.last_activity = SupervisorClock::now();
+    const std::vector<std::string> argv = {
+        "dcp-check", "__worker", "--socket", socket_path, "--rank", std::to_string(r),
+        "--world", std::to_string(config.world), "--run-id", run_id};
+    w.pid = spawn_process("/proc/self/exe", argv, worker_env, opts);
+  }
+}
+
+// A worker that dies or reports a fatal error during start-up ends the session
+// with the error class it reported (a missing GPU or driver is a usage error).
+void Session::Impl::check_startup_failures() const {
+  if (interrupted()) {
+    DCP_THROW(HarnessError, "interrupted by {} during start-up", signal_name(interrupt_signal()));
+  }
+  for (const WorkerState& w : workers) {
+    if (!w.fatal_message.empty()) {
+      const std::string msg = fmt::format("rank {} failed during start-up: {}", w.rank, w.fatal_message);
+      if (w.fatal_kind == "usage") throw UsageError(msg);
+      if (w.fatal_kind == "kernel") throw KernelFault(msg);
+      throw HarnessError(msg);
+    }
+  }
+  for (const WorkerState& w : workers) {
+    if (w.exit) {
+      DCP_THROW(HarnessError, "rank {} (pid {}) {} during start-up", w.rank, w.pid, w.exit->describe());
+    }
+    if (w.channel && w.channel->eof()) {
+      DCP_THROW(HarnessError, "rank {} (pid {}) closed its connection during start-up", w.rank, w.pid);
+    }
+  }
+}
+
+void Session::Impl::await_connections(SupervisorClock::time_point deadline) {
+  auto all_connected = [&] {
+    return std::all_of(workers.begin(), workers.end(), [](const WorkerState& w) { return w.channel.has_value(); });
+  };
+  while (!all_connected()) {
+    poll_workers(50);
+    check_startup_failures();
+    DCP_CHECK(SupervisorClock::now() < deadline, HarnessError,
+              "workers did not connect within {} s", kStartupTimeoutS);
+  }
+  pending.clear();
+}
+
+void Session::Impl::await_ready(SupervisorClock::time_point deadline) {
+  auto all_ready = [&] {
+    return std::all_of(workers.begin(), workers.end(), [](const WorkerState& w) { return w.ready; });
+  };
+  while (!all_ready()) {
+    poll_workers(50);
+    check_startup_failures();
+    if (SupervisorClock::now() >= deadline) {
+      std::vector<int> slow;
+      for (const WorkerState& w : workers) {
+        if (!w.ready) slow.push_back(w.rank);
+      }
+      DCP_THROW(HarnessError, "ranks {} did not build their workspaces within {} s",
+                join_members(slow), kStartupTimeoutS);
+    }
+  }
+}
+
+// ---- event loop ------------------------------------------------------------
+
+void Session::Impl::poll_workers(int timeout_ms) {
+  std::vector<pollfd> fds;
+  std::vector<int> owner;  // >= 0: worker rank; -1: listener; <= -2: pending index -(i + 2)
+  if (listener) {
+    fds.push_back({listener->fd(), POLLIN, 0});
+    owner.push_back(-1);
+  }
+  for (size_t i = 0; i < pending.size(); ++i) {
+    fds.push_back({pending[i].fd(), POLLIN, 0});
+    owner.push_back(-static_cast<int>(i) - 2);
+  }
+  for (WorkerState& w : workers) {
+    if (w.channel && !w.channel->eof()) {
+      fds.push_back({w.channel->fd(), POLLIN, 0});
+      owner.push_back(w.rank);
+    }
+  }
+  if (poll(fds.data(), fds.size(), timeout_ms) > 0) {
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      if (owner[i] == -1) {
+        accept_pending();
+      } else if (owner[i] <= -2) {
+        read_pending(static_cast<size_t>(-owner[i] - 2));
+      } else {
+        read_worker(workers[owner[i]]);
+      }
+    }
+    // Pending connections that said hello (or hung up) were moved out.
+    pending.erase(std::remove_if(pending.begin(), pending.end(),
+                                 [](const SocketChannel& ch) { return ch.fd() < 0; }),
+                  pending.end());
+  }
+  for (WorkerState& w : workers) {
+    if (w.pid > 0 && !w.exit) {
+      if (auto info = try_reap(w.pid)) w.exit = info;
+    }
+  }
+}
+
+void Session::Impl::accept_pending() {
+  while (auto ch = listener->accept_now()) pending.push_back(std::move(*ch));
+}
+
+void Session::Impl::read_pending(size_t idx) {
+  SocketChannel& ch = pending[idx];
+  const bool open = ch.pump();
+  if (auto msg = ch.next()) {
+    const int rank = msg->value("rank", -1);
+    if (msg->value("type", "") != "hello" || rank < 0 || rank >= config.world ||
+        workers[rank].channel) {
+      ch.close();  // not one of ours, or a duplicate: drop it
+      return;
+    }
+    WorkerState& w = workers[rank];
+    w.channel.emplace(std::move(ch));  // leaves `ch` with fd -1: erased by the caller
+    w.last_activity = SupervisorClock::now();
+    read_worker(w);                    // anything sent right after hello
+    return;
+  }
+  if (!open) ch.close();
+}
+
+void Session::Impl::read_worker(WorkerState& w) {
+  w.channel->pump();
+  try {
+    while (auto msg = w.channel->next()) handle_message(w, *msg);
+  } catch (const std::exception& e) {
+    w.fatal_kind = "harness";
+    w.fatal_message = fmt::format("protocol error: {}", e.what());
+  }
+}
+
+void Session::Impl::handle_message(WorkerState& w, const json& msg) {
+  w.last_activity = SupervisorClock::now();
+  const std::string type = msg.value("type", "");
+  if (type == "gather") {
+    relay_gather(w, msg);
+  } else if (type == "progress") {
+    if (msg.value("index", -1) == current_case_index) w.last_op = msg.value("op", -1);
+  } else if (type == "result") {
+    if (msg.value("index", -1) == current_case_index) w.result = msg.at("result").get<RankCaseResult>();
+  } else if (type == "fatal") {
+    w.fatal_kind = msg.value("kind", "harness");
+    w.fatal_message = msg.value("message", "(no message)");
+  } else if (type == "ready") {
+    w.ready = true;
+  } else if (type != "hello") {
+    w.fatal_kind = "harness";
+    w.fatal_message = fmt::format("unexpected message type '{}'", type);
+  }
+}
+
+void Session::Impl::relay_gather(WorkerState& w, const json& msg) {
+  const std::string key = msg.at("key").get<std::string>();
+  const auto members = msg.at("members").get<std::vector<int>>();
+  const bool valid = !members.empty() && std::is_sorted(members.begin(), members.end()) &&
+                     std::adjacent_find(members.begin(), members.end()) == members.end() &&
+                     members.front() >= 0 && members.back() < config.world &&
+                     std::binary_search(members.begin(), members.end(), w.rank);
+  DCP_CHECK(valid, HarnessError, "rank {}: bad member list [{}] for rendezvous '{}'", w.rank,
+            join_members(members), key);
+  GatherRound& round = gathers[key + "|" + join_members(members)];
+  round.members = members;
+  DCP_CHECK(round.data.emplace(w.rank, msg.at("data").get<std::string>()).second, HarnessError,
+            "rank {} joined rendezvous '{}' twice", w.rank, key);
+  if (round.data.size() < members.size()) return;
+  json data = json::array();
+  for (int m : members) data.push_back(round.data.at(m));
+  const json reply = {{"type", "gathered"}, {"key", key}, {"data", data}};
+  gathers.erase(key + "|" + join_members(members));
+  for (int m : members) {
+    WorkerState& peer = workers[m];
+    if (peer.lost()) continue;  // its death is reported by the loop that waits on it
+    try {
+      peer.channel->send(reply);
+    } catch (const std::exception&) {
+      peer.channel->close();  // seen as lost by the caller
+    }
+  }
+}
+
+// ---- teardown --------------------------------------------------------------
+
+void Session::Impl::kill_workers() noexcept {
+  for (WorkerState& w : workers) {
+    if (w.pid > 0 && !w.exit) kill(w.pid, SIGTERM);
+  }
+  const auto term_deadline = SupervisorClock::now() + std::chrono::milliseconds(static_cast<int>(kKillGraceS * 1000));
+  for (WorkerState& w : workers) {
+    while (w.pid > 0 && !w.exit && SupervisorClock::now() < term_deadline) {
+      if (auto info = try_reap(w.pid)) {
+        w.exit = info;
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
+  }
+  for (WorkerState& w : workers) {
+    if (w.pid > 0 && !w.exit) {
+      kill(w.pid, SIGKILL);
+      w.exit = wait_for_exit(w.pid, 5.0);
+      if (!w.exit) w.exit = ExitInfo{true, SIGKILL};  // unkillable (D state): nothing more to do
+    }
+  }
+}
+
+std::vector<const WaitStatus*> Session::Impl::status_entries() const {
+  std::vector<const WaitStatus*> entries;
+  for (int r = 0; r < config.world; ++r) entries.push_back(board->entry(r));
+  return entries;
+}
+
+void Session::Impl::unlink_shared_memory() noexcept {
+  try {
+    for (const std::string& name : host_segment_names(run_id, config.world)) shm_unlink(name.c_str());
+  } catch (const std::exception&) {
+  }
+  // Whatever else this run created under its prefix (a backend's own names).
+  const std::string prefix = fmt::format("dcp-check-{}-", run_id);
+  if (DIR* dir = opendir("/dev/shm")) {
+    std::vector<std::string> names;
+    while (dirent* e = readdir(dir)) {
+      if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) names.emplace_back(e->d_name);
+    }
+    closedir(dir);
+    for (const std::string& n : names) shm_unlink(("/" + n).c_str());
+  }
+}
+
+void Session::Impl::teardown() noexcept {
+  if (torn_down) return;
+  torn_down = true;
+  for (WorkerState& w : workers) {
+    if (w.pid > 0 && !w.exit && w.channel && !w.channel->eof()) {
+      try {
+        w.channel->send({{"type", "shutdown"}}, 0.2);
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  const auto deadline = SupervisorClock::now() + std::chrono::milliseconds(static_cast<int>(kShutdownWaitS * 1000));
+  auto all_exited = [&] {
+    bool all = true;
+    for (WorkerState& w : workers) {
+      if (w.pid > 0 && !w.exit) {
+        if (auto info = try_reap(w.pid)) {
+          w.exit = info;
+        } else {
+          all = false;
+        }
+      }
+    }
+    return all;
+  };
+  while (!all_exited() && SupervisorClock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill_workers();
+  for (WorkerState& w : workers) w.channel.reset();
+  pending.clear();
+  listener.reset();  // unlinks the socket
+  mps.reset();       // quits a private MPS daemon (after every client is gone)
+  if (!run_id.empty()) unlink_shared_memory();
+  board.reset();  // unlinks the status board
+  if (!run_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(run_dir, ec);
+  }
+  signals.reset();
+}
+
+}  // namespace dcp

@@ -1,0 +1,208 @@
+// Running one case across every worker, and the verdicts: pass/fail from the
+// ranks' checks, or an error with a diagnosis when a rank hangs, crashes,
+// traps or reports a fault. After an error the session is dead: the workers
+// are killed at once (their protocol state is unknown) and later cases skip.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "errors.h"
+#include "replay.h"
+#include "supervisor_impl.h"
+#include "worker_protocol.h"
+
+namespace dcp {
+namespace {
+
+using nlohmann::json;
+
+double seconds_since(SupervisorClock::time_point t) {
+  return std::chrono::duration<double>(SupervisorClock::now() - t).count();
+}
+
+std::string summarize_failures(const std::vector<RankCaseResult>& ranks) {
+  int64_t mismatches = 0, nans = 0, checked = 0;
+  std::vector<int> failing;
+  const Mismatch* first = nullptr;
+  for (const RankCaseResult& r : ranks) {
+    mismatches += r.num_mismatches;
+    nans += r.num_nan;
+    checked += r.num_checked;
+    if (!r.passed) failing.push_back(r.rank);
+    if (first == nullptr && !r.first_mismatches.empty()) first = &r.first_mismatches.front();
+  }
+  std::string msg = fmt::format("{} of {} elements wrong ({} NaN) on ranks {}", mismatches,
+                                checked, nans, fmt::join(failing, ","));
+  if (first != nullptr) {
+    msg += fmt::format(
+        "; first: rank {} op {} token {} head {} dim {}: got {:.9g}, want {:.9g} ({:.3g} ulp, "
+        "tolerance {:.3g})",
+        first->rank, first->op_idx, first->token, first->head, first->dim, first->got,
+        first->want, first->err_ulps, first->tolerance_ulps);
+    if (!first->likely_source.empty()) msg += fmt::format(", likely {}", first->likely_source);
+  } else if (mismatches == 0) {
+    msg += ": no element was checked";
+  }
+  return msg;
+}
+
+bool uses_graphs(const Case& c) { return c.mode == ExecMode::kGraph || c.mode == ExecMode::kMixed; }
+
+
+}  // namespace
+
+CaseResult Session::Impl::finish_failed_case(CaseResult r, const Case& c, const CaseFailure& f) {
+  Session::Impl& s = *this;
+  // The board first: killing does not change it, but the diagnosis must be what
+  // the ranks published while stuck.
+  const std::vector<std::string> waits = diagnose_waits(s.status_entries(), c.dcp_size);
+  s.kill_workers();
+  for (WorkerState& w : s.workers) {
+    if (w.result) {
+      r.ranks.push_back(*w.result);
+      continue;
+    }
+    RankCaseResult missing;
+    missing.case_id = r.case_id;
+    missing.rank = w.rank;
+    missing.error_kind = f.kind;
+    missing.error = w.rank == f.culprit
+                        ? f.culprit_note
+                        : fmt::format("no result (last op {}); torn down: {}", w.last_op, f.cause);
+    r.ranks.push_back(std::move(missing));
+  }
+  for (const RankCaseResult& rr : r.ranks) r.elapsed_ms = std::max(r.elapsed_ms, rr.elapsed_ms);
+  r.status = CaseStatus::kError;
+  r.message = fmt::format("{} | {}", f.cause, fmt::join(waits, "; "));
+  s.dead = true;
+  s.dead_reason = fmt::format("the session ended at case {}: {}", r.case_id, f.cause);
+  return r;
+}
+
+CaseResult Session::Impl::finish_case(CaseResult r, const Case& c) {
+  Session::Impl& s = *this;
+  std::vector<std::string> errors;
+  for (WorkerState& w : s.workers) {
+    r.ranks.push_back(*w.result);
+    r.elapsed_ms = std::max(r.elapsed_ms, w.result->elapsed_ms);
+    if (!w.result->error.empty()) errors.push_back(w.result->error);
+  }
+  if (!errors.empty()) {
+    // The workspace state is unknown after a fault: no later case may trust it.
+    const std::vector<std::string> waits = diagnose_waits(s.status_entries(), c.dcp_size);
+    s.kill_workers();
+    r.status = CaseStatus::kError;
+    r.message = fmt::format("{} | {}", fmt::join(errors, "; "), fmt::join(waits, "; "));
+    s.dead = true;
+    s.dead_reason = fmt::format("the session ended at case {}: {}", r.case_id, errors.front());
+    return r;
+  }
+  const bool passed = std::all_of(r.ranks.begin(), r.ranks.end(),
+                                  [](const RankCaseResult& rr) { return rr.passed; });
+  r.status = passed ? CaseStatus::kPass : CaseStatus::kFail;
+  if (!passed) {
+    r.message = summarize_failures(r.ranks);
+  } else if (s.config.backend == BackendKind::kHost && uses_graphs(c)) {
+    r.message = "host backend: CUDA graph replays are modelled as eager calls";
+  }
+  return r;
+}
+
+// The first reason the case in progress cannot finish normally, if any.
+std::optional<CaseFailure> Session::Impl::find_failure(
+    const Case& c, std::optional<SupervisorClock::time_point>& first_error) {
+  Session::Impl& s = *this;
+  const std::string id = format_case_id(c);
+  if (interrupted()) {
+    return CaseFailure{fmt::format("interrupted by {} during case {}",
+                                   signal_name(interrupt_signal()), id),
+                       "harness", -1, ""};
+  }
+  for (WorkerState& w : s.workers) {
+    if (w.fatal_message.empty()) continue;
+    std::string cause = fmt::format("rank {} reported a {} fault in case {}: {}", w.rank,
+                                    w.fatal_kind == "kernel" ? "kernel" : "harness", id,
+                                    w.fatal_message);
+    return CaseFailure{cause, w.fatal_kind == "kernel" ? "kernel" : "harness", w.rank,
+                       w.fatal_message};
+  }
+  for (WorkerState& w : s.workers) {
+    if (!w.lost()) continue;
+    if (!w.exit) w.exit = wait_for_exit(w.pid, 1.0);  // closed its socket: learn how it ended
+    const std::string how = w.exit ? w.exit->describe() : "closed its connection";
+    std::string note = fmt::format("rank {} (pid {}) {} during case {} (last op {})", w.rank,
+                                   w.pid, how, id, w.last_op);
+    return CaseFailure{note, "harness", w.rank, note};
+  }
+  const auto now = SupervisorClock::now();
+  const bool any_error = std::any_of(s.workers.begin(), s.workers.end(), [](const WorkerState& w) {
+    return w.result && !w.result->error.empty();
+  });
+  if (any_error && !first_error) first_error = now;
+  const double deadline_s = s.config.timeout_s + kDeadlineGraceS;
+  for (WorkerState& w : s.workers) {
+    if (w.result) continue;
+    const double silent_s = seconds_since(w.last_activity);
+    const bool errored_peers = first_error && seconds_since(*first_error) > kErrorGraceS;
+    if (silent_s <= deadline_s && !errored_peers) continue;
+    std::string note = fmt::format("rank {} made no progress for {:.1f} s in case {} (last op {})",
+                                   w.rank, silent_s, id, w.last_op);
+    std::string cause =
+        errored_peers
+            ? fmt::format("{}; no result {:.1f} s after a peer reported a fault", note,
+                          seconds_since(*first_error))
+            : fmt::format("hang: {}; per-call deadline --timeout {} s + {} s grace", note,
+                          s.config.timeout_s, kDeadlineGraceS);
+    return CaseFailure{cause, "kernel", w.rank, note};
+  }
+  return std::nullopt;
+}
+
+CaseResult Session::Impl::run_case(const Case& c, const std::string& suite) {
+  CaseResult r;
+  r.case_id = format_case_id(c);
+  r.suite = suite;
+  r.replay = replay_command(config, config.world, c);
+  if (!dead && interrupted()) {
+    kill_workers();
+    dead = true;
+    dead_reason = fmt::format("interrupted by {}", signal_name(interrupt_signal()));
+  }
+  if (dead) {
+    r.status = CaseStatus::kSkipped;
+    r.message = "not run: " + dead_reason;
+    return r;
+  }
+  if (std::find(dcp_sizes.begin(), dcp_sizes.end(), c.dcp_size) == dcp_sizes.end()) {
+    r.status = CaseStatus::kSkipped;
+    r.message = fmt::format("not run: dcp size {} does not divide --world {}", c.dcp_size,
+                            config.world);
+    return r;
+  }
+  current_case_index = next_case_index++;
+  for (WorkerState& w : workers) {
+    w.result.reset();
+    w.last_op = -1;
+    w.last_activity = SupervisorClock::now();
+    if (w.lost()) continue;  // reported by find_failure below
+    try {
+      w.channel->send({{"type", "case"}, {"index", current_case_index}, {"id", r.case_id}});
+    } catch (const std::exception&) {
+      w.channel->close();
+    }
+  }
+  std::optional<SupervisorClock::time_point> first_error;
+  while (true) {
+    poll_workers(50);
+    if (std::all_of(workers.begin(), workers.end(), [](const WorkerState& w) { return w.result.has_value(); })) {
+      return finish_case(std::move(r), c);
+    }
+    if (auto failure = find_failure(c, first_error)) {
+      return finish_failed_case(std::move(r), c, *failure);
+    }
+  }
+}
+
+}  // namespace dcp

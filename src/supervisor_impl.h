@@ -1,0 +1,117 @@
+// Session internals shared by supervisor.cpp (start-up, event loop, teardown)
+// and supervisor_case.cpp (running one case, verdicts, hang/crash diagnosis).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mps.h"
+#include "results.h"
+#include "session.h"
+#include "socket_channel.h"
+#include "status_board.h"
+#include "supervisor_process.h"
+#include "supervisor_signals.h"
+
+namespace dcp {
+
+using SupervisorClock = std::chrono::steady_clock;
+
+struct WorkerState {
+  int rank = 0;
+  pid_t pid = -1;
+  std::optional<SocketChannel> channel;
+  std::optional<ExitInfo> exit;  // set once reaped
+  bool ready = false;
+  std::optional<RankCaseResult> result;  // of the case in progress
+  std::string fatal_kind;     // "usage", "kernel", "harness" (from a fatal message)
+  std::string fatal_message;  // also set for protocol violations seen by the supervisor
+  SupervisorClock::time_point last_activity;
+  int last_op = -1;  // last op reported by a progress heartbeat in this case
+
+  bool lost() const { return exit.has_value() || !channel || channel->eof(); }
+};
+
+// One allgather round: a key and its member list, until every member has spoken.
+struct GatherRound {
+  std::vector<int> members;
+  std::map<int, std::string> data;  // rank -> hex payload
+};
+
+// Why a case could not finish, and what to say about each rank that did not report.
+struct CaseFailure {
+  std::string cause;         // the headline
+  std::string kind;          // error_kind for ranks without a result
+  int culprit = -1;          // the rank the cause is about, if one
+  std::string culprit_note;  // its per-rank error
+};
+
+struct Session::Impl {
+  explicit Impl(const SessionConfig& c) : config(c) {}
+  ~Impl() { teardown(); }
+
+  // supervisor.cpp
+  void start();
+  void teardown() noexcept;
+  void poll_workers(int timeout_ms);
+  void kill_workers() noexcept;
+  std::vector<const WaitStatus*> status_entries() const;
+
+  // supervisor_case.cpp
+  CaseResult run_case(const Case& c, const std::string& suite);
+
+  SessionConfig config;
+  EnvironmentInfo env;
+  std::vector<int> dcp_sizes;
+  std::string run_id;
+  std::string run_dir;
+  std::string socket_path;
+  std::optional<InterruptHandlers> signals;
+  std::optional<StatusBoard> board;
+  std::unique_ptr<UnixListener> listener;
+  std::unique_ptr<MpsController> mps;
+  std::vector<WorkerState> workers;
+  std::vector<SocketChannel> pending;  // accepted, no hello yet
+  std::map<std::string, GatherRound> gathers;
+  bool dead = false;
+  std::string dead_reason;
+  int next_case_index = 0;
+  int current_case_index = -1;
+  bool torn_down = false;
+
+ private:
+  void make_run_dir();
+  void detect_gpus();
+  void spawn_workers();
+  void await_connections(SupervisorClock::time_point deadline);
+  void await_ready(SupervisorClock::time_point deadline);
+  void check_startup_failures() const;
+  void accept_pending();
+  void read_worker(WorkerState& w);
+  void read_pending(size_t idx);
+  void handle_message(WorkerState& w, const nlohmann::json& msg);
+  void relay_gather(WorkerState& w, const nlohmann::json& msg);
+  void unlink_shared_memory() noexcept;
+  CaseResult finish_case(CaseResult r, const Case& c);
+  CaseResult finish_failed_case(CaseResult r, const Case& c, const CaseFailure& f);
+  std::optional<CaseFailure> find_failure(const Case& c,
+                                          std::optional<SupervisorClock::time_point>& first_error);
+};
+
+// The extra seconds a rank may go without a heartbeat past --timeout before the
+// supervisor declares it stuck (the worker's own spin bound fires first).
+inline constexpr double kStartupTimeoutS = 120;
+inline constexpr double kShutdownWaitS = 5;
+inline constexpr double kKillGraceS = 0.5;
+// After one rank reports an error, how long the others get to report theirs.
+inline constexpr double kErrorGraceS = 1.5;
+
+}  // namespace dcp

@@ -1,0 +1,229 @@
+#include "worker.h"
+
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "case_runner.h"
+#include "errors.h"
+#include "gpu_backend.h"
+#include "host_backend.h"
+#include "socket_channel.h"
+#include "socket_rendezvous.h"
+#include "status_board.h"
+#include "worker_protocol.h"
+
+namespace dcp {
+namespace {
+
+struct WorkerArgs {
+  std::string socket_path;
+  int rank = -1;
+  int world = 0;
+  std::string run_id;
+};
+
+WorkerArgs parse_worker_args(int argc, char** argv) {
+  WorkerArgs args;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    const std::string value = argv[i + 1];
+    if (flag == "--socket") {
+      args.socket_path = value;
+    } else if (flag == "--rank") {
+      args.rank = std::stoi(value);
+    } else if (flag == "--world") {
+      args.world = std::stoi(value);
+    } else if (flag == "--run-id") {
+      args.run_id = value;
+    } else {
+      DCP_THROW(HarnessError, "__worker: unknown argument {}", flag);
+    }
+  }
+  DCP_CHECK(!args.socket_path.empty() && args.rank >= 0 && args.world > args.rank &&
+                !args.run_id.empty(),
+            HarnessError, "__worker is internal: started only by dcp-check itself");
+  return args;
+}
+
+// One rank's backends, one per DCP group size, and everything they need.
+class Worker {
+ public:
+  Worker(const WorkerArgs& args, SocketChannel& channel)
+      : args_(args), channel_(channel), supervisor_pid_(getppid()) {}
+  void run();
+
+ private:
+  nlohmann::json wait_for_message();
+  void build_backends();
+  void run_one_case(const nlohmann::json& msg);
+  RankCaseResult run_case_once(const Case& c, int case_index, const std::string& pass);
+
+  WorkerArgs args_;
+  SocketChannel& channel_;
+  pid_t supervisor_pid_;
+  WorkerConfig config_;
+  std::unique_ptr<StatusBoard> board_;
+  std::unique_ptr<SocketRendezvous> rendezvous_;
+  std::map<int, BackendConfig> backend_configs_;
+  std::map<int, std::unique_ptr<RankBackend>> backends_;
+};
+
+// Waits as long as it takes between cases (the command decides the pace), but
+// never outlives the supervisor (PR_SET_PDEATHSIG also covers that).
+nlohmann::json Worker::wait_for_message() {
+  while (true) {
+    if (auto msg = channel_.receive(1.0)) return *msg;
+    DCP_CHECK(getppid() == supervisor_pid_, HarnessError, "rank {}: the supervisor is gone",
+              args_.rank);
+  }
+}
+
+void Worker::build_backends() {
+  const SessionConfig& s = config_.session;
+  for (int g : config_.dcp_sizes) {
+    BackendConfig bc;
+    bc.global_rank = args_.rank;
+    bc.dcp_size = g;
+    bc.group_idx = args_.rank / g;
+    bc.group_rank = args_.rank % g;
+    for (int i = 0; i < g; ++i) bc.members.push_back(bc.group_idx * g + i);
+    bc.geometry = s.geometry;
+    bc.impl = s.impl;
+    bc.mutant = s.mutant;
+    bc.spin_timeout_s = s.timeout_s;
+    bc.device = config_.device;
+    bc.status = board_->entry(args_.rank);
+    bc.run_id = config_.run_id;
+    backend_configs_[g] = bc;
+    backends_[g] = s.backend == BackendKind::kHost ? make_host_backend(bc, *rendezvous_)
+                                                   : make_gpu_backend(bc, *rendezvous_);
+  }
+}
+
+RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::string& pass) {
+  const BackendConfig& bc = backend_configs_.at(c.dcp_size);
+  RankBackend& backend = *backends_.at(c.dcp_size);
+  const std::string key = fmt::format("case{}{}-g{}x{}", case_index, pass, c.dcp_size, bc.group_idx);
+  CaseRunContext ctx;
+  ctx.backend_config = &bc;
+  ctx.profile = config_.session.profile;
+  ctx.fault = config_.session.fault;
+  ctx.case_index = case_index;
+  ctx.progress = [&](int op) {
+    channel_.send({{"type", "progress"}, {"index", case_index}, {"op", op}});
+  };
+  try {
+    // The workspace is quiescent between the two barriers: begin_case may reset it.
+    rendezvous_->barrier(key + "-begin", bc.members);
+    backend.begin_case(c);
+    rendezvous_->barrier(key + "-go", bc.members);
+  } catch (const std::exception& e) {
+    RankCaseResult r;
+    r.case_id = format_case_id(c);
+    r.rank = args_.rank;
+    r.error = e.what();
+    r.error_kind = dynamic_cast<const KernelFault*>(&e) != nullptr ? "kernel" : "harness";
+    return r;
+  }
+  return run_case_on_rank(c, backend, ctx);
+}
+
+void Worker::run_one_case(const nlohmann::json& msg) {
+  const int index = msg.at("index").get<int>();
+  const std::string id = msg.at("id").get<std::string>();
+  std::string parse_error;
+  std::optional<Case> c = parse_case_id(id, &parse_error);
+  RankCaseResult result;
+  if (!c || !backends_.count(c->dcp_size)) {
+    result.case_id = id;
+    result.rank = args_.rank;
+    result.error = c ? fmt::format("no backend for dcp size {} at world {}", c->dcp_size,
+                                   config_.session.world)
+                     : fmt::format("cannot parse case id: {}", parse_error);
+    result.error_kind = "harness";
+  } else {
+    result = run_case_once(*c, index, "");
+    if (config_.session.check_determinism && result.error.empty()) {
+      RankCaseResult again = run_case_once(*c, index, "-again");
+      if (!again.error.empty()) {
+        result = again;
+      } else if (again.output_hash != result.output_hash) {
+        result.passed = false;
+        result.error_kind = "kernel";
+        result.error = fmt::format(
+            "rank {}: nondeterministic output: output hash {:016x}, then {:016x} on a rerun",
+            args_.rank, result.output_hash, again.output_hash);
+      }
+    }
+  }
+  channel_.send({{"type", "result"}, {"index", index}, {"result", result}});
+}
+
+void Worker::run() {
+  auto msg = channel_.receive(60.0);
+  DCP_CHECK(msg && msg->value("type", "") == "config", HarnessError,
+            "rank {}: no config from the supervisor", args_.rank);
+  config_ = worker_config_from_json(*msg);
+  board_ = std::make_unique<StatusBoard>(StatusBoard::open(config_.run_id, args_.world));
+  rendezvous_ =
+      std::make_unique<SocketRendezvous>(channel_, args_.rank, config_.gather_timeout_s);
+  build_backends();
+  channel_.send({{"type", "ready"}, {"rank", args_.rank}});
+  while (true) {
+    nlohmann::json next = wait_for_message();
+    const std::string type = next.value("type", "");
+    if (type == "shutdown") return;
+    DCP_CHECK(type == "case", HarnessError, "rank {}: unexpected message {:.200}", args_.rank,
+              next.dump());
+    run_one_case(next);
+  }
+}
+
+std::pair<std::string, int> classify(const std::exception& e) {
+  if (dynamic_cast<const UsageError*>(&e)) return {"usage", kExitUsage};
+  if (dynamic_cast<const KernelFault*>(&e)) return {"kernel", kExitKernelFailure};
+  return {"harness", kExitHarness};
+}
+
+}  // namespace
+
+int worker_main(int argc, char** argv) {
+  // Ctrl-C reaches the whole foreground process group; only the supervisor acts
+  // on it (it tears the workers down itself). Dying with the supervisor is
+  // requested before exec; asking again here is harmless.
+  std::signal(SIGINT, SIG_IGN);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  WorkerArgs args;
+  std::optional<SocketChannel> channel;
+  try {
+    args = parse_worker_args(argc, argv);
+    channel.emplace(SocketChannel::connect(args.socket_path, 30.0));
+    channel->send({{"type", "hello"}, {"rank", args.rank}, {"pid", static_cast<int>(getpid())}});
+    Worker(args, *channel).run();
+    return 0;
+  } catch (const ShutdownRequested&) {
+    return 0;
+  } catch (const std::exception& e) {
+    auto [kind, code] = classify(e);
+    if (channel && !channel->eof()) {
+      try {
+        channel->send({{"type", "fatal"}, {"rank", args.rank}, {"kind", kind}, {"message", e.what()}}, 2.0);
+      } catch (const std::exception&) {
+        // The supervisor is gone or stuck: the exit status still tells it.
+      }
+    } else {
+      fmt::print(stderr, "dcp-check worker: {}\n", e.what());
+    }
+    return code;
+  }
+}
+
+}  // namespace dcp

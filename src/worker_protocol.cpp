@@ -1,0 +1,97 @@
+#include "worker_protocol.h"
+
+#include "errors.h"
+
+namespace dcp {
+namespace {
+
+using nlohmann::json;
+
+json geometry_json(const Geometry& g) {
+  return {{"name", g.name},           {"heads_per_rank", g.heads_per_rank},
+          {"head_dim", g.head_dim},   {"max_tokens", g.max_tokens},
+          {"storage_heads", g.storage_heads}, {"source", g.source}};
+}
+
+Geometry geometry_from(const json& j) {
+  Geometry g;
+  g.name = j.at("name").get<std::string>();
+  g.heads_per_rank = j.at("heads_per_rank").get<int>();
+  g.head_dim = j.at("head_dim").get<int>();
+  g.max_tokens = j.at("max_tokens").get<int>();
+  g.storage_heads = j.at("storage_heads").get<int>();
+  g.source = j.at("source").get<std::string>();
+  return g;
+}
+
+}  // namespace
+
+std::string_view to_string(FaultSpec::Kind kind) {
+  switch (kind) {
+    case FaultSpec::Kind::kNone: return "none";
+    case FaultSpec::Kind::kCrash: return "crash";
+    case FaultSpec::Kind::kHang: return "hang";
+    case FaultSpec::Kind::kStall: return "stall";
+    case FaultSpec::Kind::kCorrupt: return "corrupt";
+    case FaultSpec::Kind::kCudaError: return "cuda_error";
+    case FaultSpec::Kind::kOom: return "oom";
+  }
+  return "none";
+}
+
+nlohmann::json worker_config_to_json(const WorkerConfig& config) {
+  const SessionConfig& s = config.session;
+  return {
+      {"type", "config"},
+      {"run_id", config.run_id},
+      {"device", config.device},
+      {"dcp_sizes", config.dcp_sizes},
+      {"gather_timeout_s", config.gather_timeout_s},
+      {"world", s.world},
+      {"geometry", geometry_json(s.geometry)},
+      {"backend", s.backend == BackendKind::kHost ? "host" : "gpu"},
+      {"impl", s.impl == Impl::kStock ? "stock" : "direct"},
+      {"check_both_impls", s.check_both_impls},
+      {"mutant", s.mutant},
+      {"timeout_s", s.timeout_s},
+      {"upstream_profile", s.profile.upstream},
+      {"fault",
+       {{"kind", static_cast<int>(s.fault.kind)},
+        {"rank", s.fault.rank},
+        {"case_index", s.fault.case_index},
+        {"op_idx", s.fault.op_idx}}},
+      {"check_determinism", s.check_determinism},
+      {"verbosity", s.verbosity},
+  };
+}
+
+WorkerConfig worker_config_from_json(const nlohmann::json& j) {
+  try {
+    WorkerConfig c;
+    c.run_id = j.at("run_id").get<std::string>();
+    c.device = j.at("device").get<int>();
+    c.dcp_sizes = j.at("dcp_sizes").get<std::vector<int>>();
+    c.gather_timeout_s = j.at("gather_timeout_s").get<double>();
+    SessionConfig& s = c.session;
+    s.world = j.at("world").get<int>();
+    s.geometry = geometry_from(j.at("geometry"));
+    s.backend = j.at("backend").get<std::string>() == "host" ? BackendKind::kHost : BackendKind::kGpu;
+    s.impl = j.at("impl").get<std::string>() == "stock" ? Impl::kStock : Impl::kDirect;
+    s.check_both_impls = j.at("check_both_impls").get<bool>();
+    s.mutant = j.at("mutant").get<int>();
+    s.timeout_s = j.at("timeout_s").get<double>();
+    s.profile.upstream = j.at("upstream_profile").get<bool>();
+    const json& f = j.at("fault");
+    s.fault.kind = static_cast<FaultSpec::Kind>(f.at("kind").get<int>());
+    s.fault.rank = f.at("rank").get<int>();
+    s.fault.case_index = f.at("case_index").get<int>();
+    s.fault.op_idx = f.at("op_idx").get<int>();
+    s.check_determinism = j.at("check_determinism").get<bool>();
+    s.verbosity = j.at("verbosity").get<int>();
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    DCP_THROW(HarnessError, "malformed worker config: {}", e.what());
+  }
+}
+
+}  // namespace dcp
