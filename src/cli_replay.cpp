@@ -70,7 +70,6 @@ int replay_command_main(const ReplayOptions& opts, const std::vector<std::string
     report.repeat = summarize_repeats(report.cases);
     report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     report.interrupted_by = interrupts.signal_received();
-    write_reports(v.report, report);
   };
   try {
     std::unique_ptr<Session> session;
@@ -98,12 +97,15 @@ int replay_command_main(const ReplayOptions& opts, const std::vector<std::string
     }
   } catch (const UsageError&) {
     finish(kExitUsage);
+    write_reports(v.report, report);
     throw;
   } catch (const KernelFault&) {
     finish(kExitKernelFailure);
+    write_reports(v.report, report);
     throw;
   } catch (...) {
     finish(kExitHarness);
+    write_reports(v.report, report);
     throw;
   }
   finish(exit_code_for(report.cases, interrupts.signal_received()));
@@ -117,6 +119,7 @@ int replay_command_main(const ReplayOptions& opts, const std::vector<std::string
                                              : "flaky"));
   }
   term.summary(report);
+  write_reports(v.report, report);  // after the summary: a write error is the last line
   return report.exit_code;
 }
 

@@ -135,8 +135,10 @@ class RunCommand {
   void finish() {
     report_.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     report_.interrupted_by = interrupts_.signal_received();
-    write_reports(v_.report, report_);
+    // Summary first: if a report cannot be written, main's error line (exit 3)
+    // comes last, right under the verdict it overrides.
     if (report_.exit_code != kExitUsage) term_.summary(report_);
+    write_reports(v_.report, report_);
   }
 
   const ValidRun& v_;

@@ -40,7 +40,7 @@ ReplayToken parse_replay_token(std::string_view token) {
   if (id.empty()) throw bad("the case id after 'w<world>-' is missing");
   std::string error;
   std::optional<Case> c = parse_case_id(id, &error);
-  if (!c) throw bad(fmt::format("bad case id: {}", error.empty() ? "unparsable" : error));
+  if (!c) throw bad(error.empty() ? "unparsable case id" : error);
   if (c->dcp_size < 2 || out.world % c->dcp_size != 0) {
     throw bad(fmt::format("dcp{} groups do not tile world {}", c->dcp_size, out.world));
   }

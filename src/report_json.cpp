@@ -48,8 +48,8 @@ std::string join_argv(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-nlohmann::json environment_to_json(const EnvironmentInfo& env) {
-  nlohmann::json gpus = nlohmann::json::array();
+nlohmann::ordered_json environment_to_json(const EnvironmentInfo& env) {
+  nlohmann::ordered_json gpus = nlohmann::ordered_json::array();
   for (const auto& g : env.gpus) {
     gpus.push_back({{"index", g.index}, {"name", g.name}, {"uuid", g.uuid}});
   }
@@ -66,10 +66,10 @@ nlohmann::json environment_to_json(const EnvironmentInfo& env) {
           {"hostname", env.hostname}};
 }
 
-nlohmann::json config_to_json(const RunReport& report) {
+nlohmann::ordered_json config_to_json(const RunReport& report) {
   const SessionConfig& c = report.config;
   const Geometry& g = c.geometry;
-  nlohmann::json j = {
+  nlohmann::ordered_json j = {
       {"world", c.world},
       {"geometry",
        {{"name", g.name},
@@ -97,10 +97,11 @@ nlohmann::json config_to_json(const RunReport& report) {
   return j;
 }
 
-nlohmann::json case_to_json(const CaseResult& r) {
-  nlohmann::json ranks = nlohmann::json::array();
+nlohmann::ordered_json case_to_json(const CaseResult& r) {
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
   for (const auto& k : r.ranks) {
-    nlohmann::json kj = k;  // results.h's to_json: the per-rank field names
+    const nlohmann::json plain = k;  // results.h's to_json: the per-rank field names
+    nlohmann::ordered_json kj = nlohmann::ordered_json::parse(plain.dump());
     kj["output_hash_hex"] = hex64(k.output_hash);
     ranks.push_back(std::move(kj));
   }
@@ -114,11 +115,11 @@ nlohmann::json case_to_json(const CaseResult& r) {
           {"ranks", ranks}};
 }
 
-nlohmann::json report_to_json(const RunReport& report) {
+nlohmann::ordered_json report_to_json(const RunReport& report) {
   const Counts c = count_results(report.cases);
-  nlohmann::json cases = nlohmann::json::array();
+  nlohmann::ordered_json cases = nlohmann::ordered_json::array();
   for (const auto& r : report.cases) cases.push_back(case_to_json(r));
-  nlohmann::json j = {
+  nlohmann::ordered_json j = {
       {"schema_version", kJsonSchemaVersion},
       {"tool", {{"name", "dcp-check"}, {"version", DCP_VERSION}, {"git_revision", DCP_GIT_REVISION}}},
       {"command", report.command},
@@ -126,7 +127,7 @@ nlohmann::json report_to_json(const RunReport& report) {
       {"command_line", join_argv(report.argv)},
       {"configuration", config_to_json(report)},
       {"environment", report.environment ? environment_to_json(*report.environment)
-                                         : nlohmann::json(nullptr)},
+                                         : nlohmann::ordered_json(nullptr)},
       {"started_at", report.started_at},
       {"wall_s", report.wall_s},
       {"interrupted_by_signal", report.interrupted_by},
@@ -155,7 +156,11 @@ void write_file_atomically(const std::string& path, const std::string& contents)
     std::FILE* f = std::fopen(path.c_str(), "w");
     if (f == nullptr) DCP_THROW(HarnessError, "cannot write {}: {}", path, std::strerror(errno));
     const bool ok = std::fwrite(contents.data(), 1, contents.size(), f) == contents.size();
-    if (std::fclose(f) != 0 || !ok) DCP_THROW(HarnessError, "cannot write {}", path);
+    const int write_errno = ok ? 0 : errno;
+    if (std::fclose(f) != 0 || !ok) {
+      DCP_THROW(HarnessError, "cannot write {}: {}", path,
+                std::strerror(write_errno != 0 ? write_errno : errno));
+    }
     return;
   }
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());

@@ -13,10 +13,10 @@ namespace dcp {
 
 inline constexpr int kJsonSchemaVersion = 1;
 
-nlohmann::json environment_to_json(const EnvironmentInfo& env);
-nlohmann::json config_to_json(const RunReport& report);
-nlohmann::json case_to_json(const CaseResult& r);
-nlohmann::json report_to_json(const RunReport& report);
+nlohmann::ordered_json environment_to_json(const EnvironmentInfo& env);
+nlohmann::ordered_json config_to_json(const RunReport& report);
+nlohmann::ordered_json case_to_json(const CaseResult& r);
+nlohmann::ordered_json report_to_json(const RunReport& report);
 // Writes atomically (temp file + rename) so a reader never sees half a report.
 // Throws HarnessError if the file cannot be written.
 void write_json_report(const std::string& path, const RunReport& report);

@@ -56,6 +56,7 @@ void append_properties(std::string& xml, const RunReport& report) {
   }
   xml += "    <properties>\n";
   for (const auto& [k, v] : props) {
+    if (v.empty()) continue;
     xml += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", xml_escape(k), xml_escape(v));
   }
   xml += "    </properties>\n";

@@ -20,6 +20,7 @@ constexpr size_t kMaxMismatchesPerCase = 3;
 constexpr size_t kMaxReplayLines = 20;
 constexpr size_t kNumSlowest = 5;
 constexpr size_t kProgressWidth = 110;
+constexpr auto kPlainProgressInterval = std::chrono::seconds(5);
 
 bool counts_as_failure(const CaseResult& r) {
   return r.status == CaseStatus::kFail || r.status == CaseStatus::kError;
@@ -164,6 +165,7 @@ void TerminalReporter::note(const std::string& line) {
 void TerminalReporter::begin(const std::string& header_line, int num_cases) {
   num_cases_ = num_cases;
   start_ = std::chrono::steady_clock::now();
+  last_plain_progress_ = start_;
   if (style_.verbosity >= 0) note(header_line);
 }
 
@@ -193,15 +195,16 @@ void TerminalReporter::case_finished(int index, const CaseResult& r) {
     if (r.status != CaseStatus::kPass && !r.message.empty()) line += ": " + r.message;
     note(line);
   }
-  // Off a TTY, about ten plain progress lines over the run (CI logs stay short).
-  if (!style_.tty && style_.verbosity == 0 && num_cases_ >= 10 && num_done_ >= next_plain_progress_ &&
-      num_done_ < num_cases_) {
-    const double elapsed_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    note(fmt::format("progress: {}/{} cases, {} failed, {:.1f} s", num_done_, num_cases_,
-                     num_bad_, elapsed_s));
+  // Off a TTY: a plain progress line at each tenth of the run, at most every
+  // kPlainProgressInterval, so short runs print none and CI logs stay short.
+  const auto now = std::chrono::steady_clock::now();
+  if (!style_.tty && style_.verbosity == 0 && num_done_ >= next_plain_progress_ &&
+      num_done_ < num_cases_ && now - last_plain_progress_ >= kPlainProgressInterval) {
+    last_plain_progress_ = now;
+    note(fmt::format("progress: {}/{} cases, {} failed, {:.0f} s", num_done_, num_cases_,
+                     num_bad_, std::chrono::duration<double>(now - start_).count()));
   }
-  if (num_done_ >= next_plain_progress_) next_plain_progress_ += std::max(1, num_cases_ / 10);
+  while (num_done_ >= next_plain_progress_) next_plain_progress_ += std::max(1, num_cases_ / 10);
 }
 
 void TerminalReporter::print_details(const RunReport& report) const {
@@ -229,7 +232,7 @@ void TerminalReporter::print_details(const RunReport& report) const {
   }
   std::sort(ran.begin(), ran.end(),
             [](const CaseResult* a, const CaseResult* b) { return a->elapsed_ms > b->elapsed_ms; });
-  if (ran.size() > 1) {
+  if (ran.size() > 1 && report.command != "replay") {
     fmt::print(out_, "slowest cases:\n");
     for (size_t i = 0; i < std::min(kNumSlowest, ran.size()); ++i) {
       fmt::print(out_, "  {:>9}  {}\n", format_duration(ran[i]->elapsed_ms), ran[i]->case_id);
@@ -243,8 +246,9 @@ void TerminalReporter::print_failures(const RunReport& report) const {
     if (counts_as_failure(r)) bad.push_back(&r);
   }
   if (bad.empty()) return;
+  // With a single failure its id already says everything the table would.
   const auto axis_lines = failures_by_axis(report.cases);
-  if (!axis_lines.empty() && report.cases.size() > 1) {
+  if (!axis_lines.empty() && bad.size() > 1) {
     fmt::print(out_, "failures by axis value:\n");
     for (const auto& line : axis_lines) fmt::print(out_, "  {}\n", line);
   }
@@ -279,17 +283,15 @@ void TerminalReporter::summary(const RunReport& report) {
   const Counts c = count_results(report.cases);
   const std::string word = verdict_word(report.exit_code);
   const char* colour = report.exit_code == 0 ? kGreen : kRed;
-  std::string skipped_reason;
   for (const auto& r : report.cases) {
-    if (r.status == CaseStatus::kSkipped && !r.message.empty()) {
-      skipped_reason = " (" + r.message + ")";
+    if (r.status == CaseStatus::kSkipped && !r.message.empty() && style_.verbosity >= 0) {
+      fmt::print(out_, "skipped: {}\n", r.message);  // the first reason; all are in the reports
       break;
     }
   }
-  fmt::print(out_, "{}: {} cases: {} passed, {} failed, {} errors, {} skipped{} in {} "
-             "[backend {}]\n",
+  fmt::print(out_, "{}: {} cases: {} passed, {} failed, {} errors, {} skipped in {} [backend {}]\n",
              paint(word, colour), c.total, c.passed, c.failed, c.errors, c.skipped,
-             c.skipped > 0 ? skipped_reason : "", format_duration(report.wall_s * 1000),
+             format_duration(report.wall_s * 1000),
              report.config.backend == BackendKind::kHost ? "host" : "gpu");
   std::fflush(out_);
 }

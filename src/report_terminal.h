@@ -56,6 +56,7 @@ class TerminalReporter {
   int next_plain_progress_ = 0;
   bool progress_shown_ = false;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_plain_progress_ = start_;
 };
 
 }  // namespace dcp
