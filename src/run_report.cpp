@@ -46,11 +46,13 @@ bool is_kernel_error(const CaseResult& r) {
 
 std::string failure_type(const CaseResult& r) {
   if (r.status == CaseStatus::kFail) {
-    bool only_nan = !r.ranks.empty();
+    int64_t mismatches = 0;
+    int64_t nans = 0;
     for (const auto& k : r.ranks) {
-      if (k.num_mismatches > 0 && k.num_nan < k.num_mismatches) only_nan = false;
+      mismatches += k.num_mismatches;
+      nans += k.num_nan;
     }
-    return only_nan ? "nan" : "mismatch";
+    return mismatches > 0 && nans == mismatches ? "nan" : "mismatch";
   }
   if (r.status != CaseStatus::kError) return "";
   if (!is_kernel_error(r)) return "harness";

@@ -40,7 +40,17 @@ if command -v xmllint >/dev/null 2>&1; then
   xmllint --noout out.xml && echo "ok   xmllint: out.xml is well-formed" || fail "xmllint rejects out.xml"
 fi
 
-python3 - out.xml out.json <<'PY' || failures=$((failures + 1))
+# Prefer an interpreter that has junitparser (the Debian package installs it
+# for /usr/bin/python3, which a pyenv/venv python3 on PATH may not see).
+PY=python3
+for candidate in python3 /usr/bin/python3; do
+  if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import junitparser' 2>/dev/null; then
+    PY=$candidate
+    break
+  fi
+done
+
+"$PY" - out.xml out.json <<'PY' || failures=$((failures + 1))
 import json, sys
 import xml.etree.ElementTree as ET
 
@@ -79,7 +89,7 @@ else:
     for suite in xml:
         for case in suite:
             assert case.is_passed, f"junitparser sees {case.name} as not passed"
-    print(f"ok   junitparser {junitparser.version}: {n} testcases, all passed")
+    print(f"ok   junitparser {getattr(junitparser, 'version', '?')}: {n} testcases, all passed")
 
 report = json.load(open(json_path))
 for field in ["schema_version", "tool", "command", "argv", "command_line", "configuration",

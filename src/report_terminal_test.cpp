@@ -1,0 +1,172 @@
+#include "report_terminal.h"
+
+#include <cstdio>
+#include <string>
+
+#include <doctest/doctest.h>
+
+#include "geometry.h"
+#include "run_report.h"
+
+namespace dcp {
+namespace {
+
+Case tiny_case(ExecMode mode, int tokens) {
+  Case c;
+  c.geometry = *find_geometry("tiny");
+  c.mode = mode;
+  c.num_calls = mode == ExecMode::kEager ? 1 : 3;
+  c.num_tokens = tokens;
+  c.seed = 0x1234 + tokens;
+  return c;
+}
+
+CaseResult result(const Case& c, CaseStatus status, const std::string& kind = "") {
+  CaseResult r;
+  r.case_id = format_case_id(c);
+  r.suite = "default";
+  r.status = status;
+  r.replay = "dcp-check replay w2-" + r.case_id + " --backend host";
+  r.elapsed_ms = 10 + c.num_tokens;
+  RankCaseResult k;
+  k.case_id = r.case_id;
+  k.rank = 1;
+  k.passed = status == CaseStatus::kPass;
+  k.error_kind = kind;
+  if (status == CaseStatus::kFail) {
+    r.message = "1 of 64 elements wrong";
+    k.num_mismatches = 1;
+    Mismatch m;
+    m.rank = 1;
+    m.token = 2;
+    m.head = 1;
+    m.dim = 7;
+    m.got = 1.5;
+    m.want = 1.25;
+    m.err_ulps = 32;
+    m.tolerance_ulps = 1;
+    m.likely_source = "source 0's partial, unweighted";
+    k.first_mismatches.push_back(m);
+  }
+  if (status == CaseStatus::kError) {
+    r.message = kind == "kernel" ? "hang: rank 1 waits for rank 0" : "socket closed";
+    k.error = r.message;
+  }
+  r.ranks.push_back(k);
+  return r;
+}
+
+// Captures what a reporter prints.
+std::string render(int verbosity, const RunReport& report) {
+  std::FILE* f = std::tmpfile();
+  REQUIRE(f != nullptr);
+  TerminalStyle style;
+  style.verbosity = verbosity;
+  TerminalReporter term(f, style);
+  term.begin("header line", static_cast<int>(report.cases.size()));
+  for (size_t i = 0; i < report.cases.size(); ++i) {
+    term.case_started(static_cast<int>(i), report.cases[i].case_id);
+    term.case_finished(static_cast<int>(i), report.cases[i]);
+  }
+  term.summary(report);
+  std::rewind(f);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  std::fclose(f);
+  return out;
+}
+
+RunReport sample_report() {
+  RunReport report;
+  report.command = "run";
+  report.config.backend = BackendKind::kHost;
+  report.config.geometry = *find_geometry("tiny");
+  report.cases = {
+      result(tiny_case(ExecMode::kGraph, 1), CaseStatus::kFail),
+      result(tiny_case(ExecMode::kGraph, 2), CaseStatus::kFail),
+      result(tiny_case(ExecMode::kEager, 3), CaseStatus::kPass),
+      result(tiny_case(ExecMode::kEager, 4), CaseStatus::kPass),
+  };
+  report.exit_code = exit_code_for(report.cases, 0);
+  return report;
+}
+
+}  // namespace
+
+TEST_CASE("exit codes follow SPEC section 2; a kernel failure outranks a harness error") {
+  const Case c = tiny_case(ExecMode::kEager, 1);
+  CHECK(exit_code_for({result(c, CaseStatus::kPass)}, 0) == 0);
+  CHECK(exit_code_for({result(c, CaseStatus::kPass), result(c, CaseStatus::kSkipped)}, 0) == 0);
+  CHECK(exit_code_for({result(c, CaseStatus::kFail)}, 0) == 1);
+  CHECK(exit_code_for({result(c, CaseStatus::kError, "kernel")}, 0) == 1);
+  CHECK(exit_code_for({result(c, CaseStatus::kError, "harness")}, 0) == 3);
+  CHECK(exit_code_for({result(c, CaseStatus::kError, "")}, 0) == 3);
+  CHECK(exit_code_for({result(c, CaseStatus::kError, "harness"), result(c, CaseStatus::kFail)}, 0) == 1);
+  CHECK(exit_code_for({result(c, CaseStatus::kPass)}, 2) == 130);
+}
+
+TEST_CASE("failure types for JUnit and JSON") {
+  const Case c = tiny_case(ExecMode::kEager, 1);
+  CHECK(failure_type(result(c, CaseStatus::kPass)).empty());
+  CHECK(failure_type(result(c, CaseStatus::kFail)) == "mismatch");
+  CaseResult nan = result(c, CaseStatus::kFail);
+  nan.ranks[0].num_nan = nan.ranks[0].num_mismatches;
+  CHECK(failure_type(nan) == "nan");
+  CHECK(failure_type(result(c, CaseStatus::kError, "kernel")) == "hang");
+  CaseResult trap = result(c, CaseStatus::kError, "kernel");
+  trap.message = "device trap in rank 1";
+  CHECK(failure_type(trap) == "trap");
+  CHECK(failure_type(result(c, CaseStatus::kError, "harness")) == "harness");
+}
+
+TEST_CASE("failures grouped by axis value: the shared axis value comes first, at 100%") {
+  const RunReport report = sample_report();
+  const auto lines = failures_by_axis(report.cases);
+  REQUIRE_FALSE(lines.empty());
+  CHECK(lines.front().find("2 failed / 2 (all)") != std::string::npos);
+  bool mode_graph = false;
+  for (const auto& l : lines) mode_graph |= l == "mode=graph: 2 failed / 2 (all)";
+  CHECK(mode_graph);
+  // Axis values with no failure never appear.
+  for (const auto& l : lines) CHECK(l.find("mode=eager") == std::string::npos);
+}
+
+TEST_CASE("summary: verdict last, counts, mismatch coordinates, replay lines") {
+  const std::string out = render(0, sample_report());
+  CHECK(out.find("header line") != std::string::npos);
+  CHECK(out.find("rank 1 op 0 token 2 head 1 dim 7: got 1.5 want 1.25 (32.0 ulps") !=
+        std::string::npos);
+  CHECK(out.find("likely source 0's partial") != std::string::npos);
+  CHECK(out.find("dcp-check replay w2-") != std::string::npos);
+  CHECK(out.find("mode=graph: 2 failed / 2") != std::string::npos);
+  CHECK(out.find("slowest cases:") != std::string::npos);
+  CHECK(out.find("\x1b[") == std::string::npos);  // no colour off a terminal
+  const std::string last = out.substr(out.rfind('\n', out.size() - 2) + 1);
+  CHECK(last.rfind("FAIL: 4 cases: 2 passed, 2 failed, 0 errors, 0 skipped", 0) == 0);
+}
+
+TEST_CASE("-q prints failures and the verdict only; -v prints every case") {
+  const RunReport report = sample_report();
+  const std::string quiet = render(-1, report);
+  CHECK(quiet.find("header line") == std::string::npos);
+  CHECK(quiet.find("slowest") == std::string::npos);
+  CHECK(quiet.find("PASS  [") == std::string::npos);
+  CHECK(quiet.find("replay") != std::string::npos);
+  CHECK(quiet.find("FAIL: 4 cases") != std::string::npos);
+  const std::string verbose = render(1, report);
+  CHECK(verbose.find("PASS  [3/4]") != std::string::npos);
+  CHECK(verbose.find("PASS  [4/4]") != std::string::npos);
+  const std::string normal = render(0, report);
+  CHECK(normal.find("PASS  [3/4]") == std::string::npos);
+}
+
+TEST_CASE("colour never with NO_COLOR, never off a terminal") {
+  setenv("NO_COLOR", "1", 1);
+  CHECK_FALSE(detect_terminal_style(0).color);
+  unsetenv("NO_COLOR");
+  if (!detect_terminal_style(0).tty) CHECK_FALSE(detect_terminal_style(0).color);
+}
+
+}  // namespace dcp
