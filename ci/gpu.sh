@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# For the GPU machine: build against the PyTorch wheel's NCCL for sm_90, run the
+# GPU-labelled tests and the README demo, keep every log under $OUT, and print
+# a short summary last. Steps are arguments, in any order (default: all):
+#   ci/gpu.sh build test demo      build | unit | test | demo
+#   unit = every non-GPU CTest test, test = `ctest -L gpu`.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+OUT=${OUT:-/tmp/out}
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+NCCL_ROOT=${NCCL_ROOT:-/opt/torch/.venv/lib/python3.12/site-packages/nvidia/nccl}
+BIN=$BUILD_DIR/src/dcp-check
+mkdir -p "$OUT"
+if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  export PATH=/usr/local/cuda/bin:$PATH
+fi
+
+steps=("$@")
+[[ ${#steps[@]} -gt 0 ]] || steps=(build test demo)
+summary=()
+status=0
+
+record() {  # record NAME RC SECONDS [DETAIL]
+  local word="ok"
+  [[ $2 -eq 0 ]] || { word="FAILED (exit $2)"; status=1; }
+  summary+=("$(printf '%-22s %-16s %4d s  %s' "$1" "$word" "$3" "${4:-}")")
+}
+
+step_build() {
+  local start=$SECONDS rc
+  { cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 -DNCCL_ROOT="$NCCL_ROOT" &&
+      cmake --build "$BUILD_DIR" -j"$(nproc)"; } >"$OUT/build.log" 2>&1
+  rc=$?
+  [[ $rc -eq 0 ]] || tail -n 30 "$OUT/build.log"
+  record build "$rc" $((SECONDS - start)) "$OUT/build.log"
+}
+
+step_ctest() {  # step_ctest NAME LABEL-ARGS...
+  local name=$1 start=$SECONDS rc
+  shift
+  ctest --test-dir "$BUILD_DIR" "$@" --output-on-failure >"$OUT/$name.log" 2>&1
+  rc=$?
+  local line
+  line=$(grep -E 'tests passed|No tests were found' "$OUT/$name.log" | tail -n 1)
+  [[ $rc -eq 0 ]] || grep -E '\*\*\*|Failed|Not Run' "$OUT/$name.log" | tail -n 20
+  record "$name" "$rc" $((SECONDS - start)) "$line"
+}
+
+step_demo() {  # the README's main job on one machine: world 2, then world 4 kimi
+  local args name start rc verdict
+  for args in "--world 2" "--world 4 --geometry kimi"; do
+    name="demo ${args//--/}"
+    name=${name// /_}
+    start=$SECONDS
+    # shellcheck disable=SC2086
+    "$BIN" $args --json "$OUT/$name.json" --junit "$OUT/$name.xml" >"$OUT/$name.log" 2>&1
+    rc=$?
+    verdict=$(grep -E '^(PASS|FAIL|HARNESS ERROR|INTERRUPTED)|^dcp-check: ' "$OUT/$name.log" | tail -n 1)
+    tail -n 25 "$OUT/$name.log"
+    record "dcp-check $args" "$rc" $((SECONDS - start)) "$verdict"
+  done
+}
+
+for s in "${steps[@]}"; do
+  case $s in
+    build | unit | test | demo) ;;
+    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo)" >&2; exit 2 ;;
+  esac
+done
+
+for s in "${steps[@]}"; do
+  echo "== $s ($(date -u +%H:%M:%S))"
+  case $s in
+    build) step_build ;;
+    unit) step_ctest unit -LE gpu ;;
+    test) step_ctest test-gpu -L gpu ;;
+    demo) step_demo ;;
+  esac
+done
+
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$OUT/gpu.txt" 2>&1
+echo
+echo "== summary ($(head -n 1 "$OUT/gpu.txt"); logs in $OUT)"
+printf '%s\n' "${summary[@]}"
+exit $status
