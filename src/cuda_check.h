@@ -1,0 +1,52 @@
+// CUDA and NCCL error checks. Each macro is one statement (do/while(0)) and
+// throws; the message carries file:line, the rank (from a `rank` expression the
+// caller names) and the library's own error name and string.
+//
+// CUDA_CHECK(rank, Type, call): Type is the exception class the failure maps
+// to: HarnessError for setup, KernelFault inside our op's launch/sync.
+#pragma once
+
+#include <string>
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include "errors.h"
+
+namespace dcp {
+
+// "cudaErrorLaunchFailure (unspecified launch failure)".
+inline std::string cuda_error_text(cudaError_t err) {
+  return fmt::format("{} ({})", cudaGetErrorName(err), cudaGetErrorString(err));
+}
+
+// Errors that mean a kernel died on the device (trap, illegal access or
+// instruction): the context is unusable afterwards and the kernel under test is
+// to blame.
+inline bool is_device_fault(cudaError_t err) {
+  switch (err) {
+    case cudaErrorLaunchFailure:
+    case cudaErrorIllegalAddress:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace dcp
+
+#define CUDA_CHECK(rank, Type, call)                                                    \
+  do {                                                                                  \
+    const cudaError_t dcp_cuda_err_ = (call);                                           \
+    if (dcp_cuda_err_ != cudaSuccess) {                                                 \
+      throw Type(fmt::format("{}:{}: rank {}: {} failed: {}", __FILE__, __LINE__, (rank), \
+                             #call, ::dcp::cuda_error_text(dcp_cuda_err_)));            \
+    }                                                                                   \
+  } while (0)

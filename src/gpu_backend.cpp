@@ -1,0 +1,561 @@
+// The GPU backend (see gpu_backend.h).
+//
+// Every call, whatever the mode, is the same sequence on one stream: copy the
+// inputs in (from pinned staging), poison the output (0xFF bytes: NaN in fp16
+// and bf16), skew delay, the op (or a replay of the graph that captured it),
+// copy the output out. Modes differ only in buffers and synchronisation:
+//   eager      one buffer set, host sync after every call;
+//   pipelined  one buffer set per call, one sync after the whole batch;
+//   graph      one buffer set per slot, owned by the slot's graph (captured
+//              once per slot and launch shape, re-captured when it changes),
+//              one sync after the batch.
+// The direct path uses stream[slot]; the stock path always stream[0].
+#include "gpu_backend.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "cuda_check.h"
+#include "cuda_raii.h"
+#include "direct_a2a.h"
+#include "errors.h"
+#include "gpu_stock.h"
+#include "mutants.h"
+#include "stock_a2a.h"
+#include "symmetric_memory.h"
+
+namespace dcp {
+namespace {
+
+ElemType elem_type(DType d) {
+  switch (d) {
+    case DType::kFp16:
+      return ElemType::kFp16;
+    case DType::kBf16:
+      return ElemType::kBf16;
+    case DType::kFp32:
+      return ElemType::kFp32;
+  }
+  DCP_THROW(HarnessError, "unknown dtype {}", static_cast<int>(d));
+}
+
+size_t elem_bytes(DType d) { return d == DType::kFp32 ? 4 : 2; }
+
+// The shape every call of one batch shares.
+struct CallShape {
+  int num_tokens = 0;
+  // Sequence entries handed to the kernel (0: no masking). Padded to a value
+  // fixed per case (see stage()), so a graph captured for one call's layout
+  // serves every call of the case.
+  int num_seq_slots = 0;
+  int64_t out_stride = 0;
+  int64_t lse_stride = 0;
+  ElemType out = ElemType::kBf16;
+  ElemType lse = ElemType::kFp32;
+  bool base_e = false;
+  size_t in_out_bytes = 0;
+  size_t in_lse_bytes = 0;
+  size_t output_bytes = 0;
+};
+
+struct CallBuffers {  // device side of one call
+  DeviceBuffer partial_output, partial_lse, seq_lens, query_start_loc, output;
+};
+struct CallStaging {  // host side of one call
+  PinnedBuffer partial_output, partial_lse, seq_lens, query_start_loc, output;
+};
+
+// Everything one op launch reads. Zeroed with memset before it is filled, so
+// two launches compare with memcmp: that comparison is the graph cache key.
+struct OpLaunch {
+  DirectA2AParams direct;
+  StockPackParams pack;
+  StockCombineParams combine;
+};
+static_assert(std::is_trivially_copyable_v<OpLaunch>);
+
+struct SlotGraph {
+  GraphExec exec;
+  OpLaunch key;
+  bool valid = false;
+  CallBuffers buffers;
+};
+
+class GpuBackend final : public RankBackend {
+ public:
+  GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous);
+  ~GpuBackend() override;
+  GpuBackend(const GpuBackend&) = delete;
+  GpuBackend& operator=(const GpuBackend&) = delete;
+
+  std::string name() const override { return "gpu"; }
+  void begin_case(const Case& c) override;
+  std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) override;
+
+ private:
+  void init_status();
+  void init_direct(Rendezvous& rendezvous);
+  CallShape shape_of(const Case& c, const Batch& batch) const;
+  void ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) const;
+  void stage(const CallShape& sh, const CallInputs& in, CallStaging& st) const;
+  OpLaunch make_launch(const CallShape& sh, int slot, const CallBuffers& b) const;
+  void enqueue_op(const OpLaunch& op, cudaStream_t s);
+  void enqueue_call(const CallShape& sh, const CallInputs& in, CallStaging& st, CallBuffers& b,
+                    cudaStream_t s, cudaGraphExec_t graph);
+  void capture(SlotGraph& g, const OpLaunch& op, cudaStream_t s);
+  cudaStream_t stream_for(int slot) const;
+  void sync_all();
+  // Throws for a failed CUDA call of a batch: device faults (and any error in
+  // the op's own launch) are the kernel's, the rest the harness's.
+  void check(cudaError_t err, const char* what, bool in_op) const;
+  std::string status_text() const;
+
+  BackendConfig cfg_;
+  const Case* current_ = nullptr;  // for messages, valid during run_batch
+  std::array<Stream, kMaxSlots> streams_;
+  // Status record: device pointer for the kernel, host pointer for messages.
+  WaitStatus* status_dev_ = nullptr;
+  WaitStatus* status_host_ = nullptr;
+  void* registered_base_ = nullptr;  // page this backend registered, if any
+  WaitStatus* fallback_status_ = nullptr;
+  // Direct path.
+  DirectWorkspaceLayout layout_;
+  std::unique_ptr<SymmetricBuffer> workspace_;
+  DeviceBuffer states_;  // DirectSlotState[kMaxSlots]
+  // Stock path.
+  std::unique_ptr<StockTransport> stock_;
+  // Buffers.
+  CallBuffers eager_buffers_;
+  std::vector<CallBuffers> pipe_buffers_;
+  std::vector<CallStaging> staging_;
+  std::array<SlotGraph, kMaxSlots> graphs_;
+};
+
+GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(cfg) {
+  const int rank = cfg_.global_rank;
+  DCP_CHECK(cfg_.dcp_size >= 1 && cfg_.dcp_size <= kMaxDcpSize, UsageError,
+            "DCP group size {} is outside [1, {}] supported by the kernels", cfg_.dcp_size,
+            kMaxDcpSize);
+  DCP_CHECK(static_cast<int>(cfg_.members.size()) == cfg_.dcp_size, HarnessError,
+            "group of {} ranks lists {} members", cfg_.dcp_size, cfg_.members.size());
+  if (cfg_.mutant != 0) {
+    DCP_CHECK(cfg_.impl == Impl::kDirect, UsageError,
+              "mutants exist only for the direct path (use --impl direct)");
+    DCP_CHECK(find_gpu_mutant(cfg_.mutant) != nullptr, UsageError, "unknown GPU mutant id {}",
+              cfg_.mutant);
+  }
+  CUDA_CHECK(rank, HarnessError, cudaSetDevice(cfg_.device));
+  for (Stream& s : streams_) s.create(rank);
+  init_status();
+  if (cfg_.impl == Impl::kDirect) {
+    init_direct(rendezvous);
+  } else {
+    StockConfig sc;
+    sc.global_rank = rank;
+    sc.group_rank = cfg_.group_rank;
+    sc.members = cfg_.members;
+    sc.device = cfg_.device;
+    sc.max_tokens = cfg_.geometry.max_tokens;
+    sc.heads_per_rank = cfg_.geometry.heads_per_rank;
+    sc.head_dim = cfg_.geometry.head_dim;
+    sc.key_prefix = fmt::format("{}/dcp{}g{}", cfg_.run_id, cfg_.dcp_size, cfg_.group_idx);
+    stock_ = std::make_unique<StockTransport>(sc, rendezvous);
+  }
+}
+
+// The kernels write WaitStatus through mapped pinned memory so the supervisor
+// reads it from the shared page even while this process is stuck. The page is
+// registered once per process; a second backend of the same process finds it
+// registered and shares it.
+void GpuBackend::init_status() {
+  const int rank = cfg_.global_rank;
+  if (cfg_.status != nullptr) {
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto addr = reinterpret_cast<uintptr_t>(cfg_.status);
+    const uintptr_t base = addr / page * page;
+    const uintptr_t end = (addr + sizeof(WaitStatus) + page - 1) / page * page;
+    const cudaError_t err = cudaHostRegister(reinterpret_cast<void*>(base), end - base,
+                                             cudaHostRegisterMapped | cudaHostRegisterPortable);
+    bool usable = true;
+    if (err == cudaSuccess) {
+      registered_base_ = reinterpret_cast<void*>(base);
+    } else if (err != cudaErrorHostMemoryAlreadyRegistered) {
+      usable = false;
+      spdlog::warn(
+          "rank {}: cannot register the status board page ({}); the device's wait state will "
+          "only appear in trap messages, not in the supervisor's diagnosis",
+          rank, cuda_error_text(err));
+    }
+    cudaGetLastError();  // registration errors are not sticky; clear them
+    if (usable) {
+      void* dev = nullptr;
+      CUDA_CHECK(rank, HarnessError, cudaHostGetDevicePointer(&dev, cfg_.status, 0));
+      status_dev_ = static_cast<WaitStatus*>(dev);
+      status_host_ = cfg_.status;
+      return;
+    }
+  }
+  void* host = nullptr;
+  CUDA_CHECK(rank, HarnessError, cudaHostAlloc(&host, sizeof(WaitStatus), cudaHostAllocMapped));
+  std::memset(host, 0, sizeof(WaitStatus));
+  fallback_status_ = static_cast<WaitStatus*>(host);
+  void* dev = nullptr;
+  CUDA_CHECK(rank, HarnessError, cudaHostGetDevicePointer(&dev, host, 0));
+  status_dev_ = static_cast<WaitStatus*>(dev);
+  status_host_ = fallback_status_;
+}
+
+void GpuBackend::init_direct(Rendezvous& rendezvous) {
+  const int rank = cfg_.global_rank;
+  const Geometry& g = cfg_.geometry;
+  DCP_CHECK(g.max_tokens >= 1 && g.heads_per_rank >= 1 && g.head_dim >= 8 && g.head_dim % 8 == 0,
+            UsageError, "geometry H={} D={} max_tokens={} is not supported (D must be a "
+            "multiple of 8)", g.heads_per_rank, g.head_dim, g.max_tokens);
+  layout_.dcp_size = cfg_.dcp_size;
+  layout_.max_tokens = g.max_tokens;
+  layout_.heads_per_rank = g.heads_per_rank;
+  layout_.head_dim = g.head_dim;
+  layout_.num_slots = kMaxSlots;
+  SymmetricRequest req;
+  req.bytes = layout_.total_bytes();
+  req.device = cfg_.device;
+  req.global_rank = rank;
+  req.group_rank = cfg_.group_rank;
+  req.members = cfg_.members;
+  req.key = fmt::format("{}/dcp{}g{}/direct-workspace", cfg_.run_id, cfg_.dcp_size,
+                        cfg_.group_idx);
+  workspace_ = make_cuda_ipc_buffer(req, rendezvous);
+  // Fresh state: epoch 0 and flags 0 everywhere (the workspace is zeroed).
+  states_.ensure(sizeof(DirectSlotState) * kMaxSlots, rank);
+  CUDA_CHECK(rank, HarnessError,
+             cudaMemset(states_.data(), 0, sizeof(DirectSlotState) * kMaxSlots));
+  CUDA_CHECK(rank, HarnessError, cudaDeviceSynchronize());
+}
+
+GpuBackend::~GpuBackend() {
+  cudaSetDevice(cfg_.device);
+  for (Stream& s : streams_) cudaStreamSynchronize(s.get());
+  stock_.reset();
+  if (registered_base_ != nullptr) cudaHostUnregister(registered_base_);
+  if (fallback_status_ != nullptr) cudaFreeHost(fallback_status_);
+}
+
+// ----------------------------------------------------------------- per case
+
+void GpuBackend::begin_case(const Case& c) {
+  const int rank = cfg_.global_rank;
+  CUDA_CHECK(rank, HarnessError, cudaSetDevice(cfg_.device));
+  DCP_CHECK(c.dcp_size == cfg_.dcp_size, HarnessError,
+            "case for a DCP group of {} sent to a backend of {}", c.dcp_size, cfg_.dcp_size);
+  if (cfg_.impl != Impl::kDirect || !c.epoch_start.has_value()) return;
+  current_ = &c;
+  sync_all();
+  check(reset_direct_workspace(workspace_->local(), layout_,
+                               static_cast<DirectSlotState*>(states_.data()), *c.epoch_start,
+                               streams_[0].get()),
+        "reset_direct_workspace", false);
+  sync_all();
+  current_ = nullptr;
+}
+
+CallShape GpuBackend::shape_of(const Case& c, const Batch& batch) const {
+  const Geometry& g = cfg_.geometry;
+  DCP_CHECK(c.dcp_size == cfg_.dcp_size, HarnessError,
+            "case for a DCP group of {} sent to a backend of {}", c.dcp_size, cfg_.dcp_size);
+  DCP_CHECK(c.geometry.heads_per_rank == g.heads_per_rank && c.geometry.head_dim == g.head_dim &&
+                c.geometry.max_tokens == g.max_tokens,
+            HarnessError, "case geometry H={} D={} max={} differs from the workspace's H={} D={} "
+            "max={}", c.geometry.heads_per_rank, c.geometry.head_dim, c.geometry.max_tokens,
+            g.heads_per_rank, g.head_dim, g.max_tokens);
+  DCP_CHECK(c.num_tokens >= 1 && c.num_tokens <= g.max_tokens, UsageError,
+            "{} tokens: must be in [1, max_tokens={}]", c.num_tokens, g.max_tokens);
+  DCP_CHECK(c.out_dtype == DType::kFp16 || c.out_dtype == DType::kBf16, UsageError,
+            "output dtype {} is not supported (fp16 or bf16)", to_string(c.out_dtype));
+  CallShape sh;
+  sh.num_tokens = c.num_tokens;
+  sh.out_stride = c.out_token_stride();
+  sh.lse_stride = c.lse_token_stride();
+  sh.out = elem_type(c.out_dtype);
+  sh.lse = elem_type(c.lse_dtype);
+  sh.base_e = c.lse_base == LseBase::kE;
+  sh.in_out_bytes = size_t{2} * c.num_tokens * sh.out_stride;
+  sh.in_lse_bytes = elem_bytes(c.lse_dtype) * c.num_tokens * sh.lse_stride;
+  sh.output_bytes = size_t{2} * c.num_tokens * g.heads_per_rank * g.head_dim;
+  const bool masked = !batch.calls.empty() && !batch.calls.front().seq_lens.empty();
+  int max_seqs = 0;
+  for (const CallInputs& in : batch.calls) {
+    DCP_CHECK(in.seq_lens.empty() != masked, HarnessError,
+              "calls of one batch disagree on whether seq_lens is given");
+    max_seqs = std::max(max_seqs, static_cast<int>(in.seq_lens.size()));
+  }
+  if (masked) sh.num_seq_slots = std::max(c.num_tokens, max_seqs);
+  return sh;
+}
+
+// ---------------------------------------------------------------- per call
+
+void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) const {
+  const int rank = cfg_.global_rank;
+  const size_t seq_bytes = sizeof(int32_t) * (sh.num_seq_slots + 1);
+  b.partial_output.ensure(sh.in_out_bytes, rank);
+  b.partial_lse.ensure(sh.in_lse_bytes, rank);
+  b.seq_lens.ensure(seq_bytes, rank);
+  b.query_start_loc.ensure(seq_bytes, rank);
+  b.output.ensure(sh.output_bytes, rank);
+  st.partial_output.ensure(sh.in_out_bytes, rank);
+  st.partial_lse.ensure(sh.in_lse_bytes, rank);
+  st.seq_lens.ensure(seq_bytes, rank);
+  st.query_start_loc.ensure(seq_bytes, rank);
+  st.output.ensure(sh.output_bytes, rank);
+}
+
+// Copies one call's inputs into pinned staging. Sequences are padded to
+// num_seq_slots with empty ranges at the end (query_start_loc repeats its last
+// entry, seq_lens 1): no token falls into them, so masking is unchanged.
+void GpuBackend::stage(const CallShape& sh, const CallInputs& in, CallStaging& st) const {
+  DCP_CHECK(in.partial_output.size() == sh.in_out_bytes && in.partial_lse.size() == sh.in_lse_bytes,
+            HarnessError, "call {}: inputs of {} and {} bytes, expected {} and {}", in.op_idx,
+            in.partial_output.size(), in.partial_lse.size(), sh.in_out_bytes, sh.in_lse_bytes);
+  DCP_CHECK(in.slot >= 0 && in.slot < kMaxSlots, HarnessError, "call {}: slot {} out of range",
+            in.op_idx, in.slot);
+  std::memcpy(st.partial_output.data(), in.partial_output.data(), sh.in_out_bytes);
+  std::memcpy(st.partial_lse.data(), in.partial_lse.data(), sh.in_lse_bytes);
+  if (sh.num_seq_slots == 0) return;
+  const size_t num_seqs = in.seq_lens.size();
+  DCP_CHECK(in.query_start_loc.size() == num_seqs + 1, HarnessError,
+            "call {}: {} seq_lens but {} query_start_loc entries", in.op_idx, num_seqs,
+            in.query_start_loc.size());
+  auto* lens = static_cast<int32_t*>(st.seq_lens.data());
+  auto* qsl = static_cast<int32_t*>(st.query_start_loc.data());
+  for (int s = 0; s < sh.num_seq_slots; ++s) {
+    lens[s] = s < static_cast<int>(num_seqs) ? in.seq_lens[s] : 1;
+  }
+  for (int s = 0; s <= sh.num_seq_slots; ++s) {
+    qsl[s] = in.query_start_loc[std::min<size_t>(s, num_seqs)];
+  }
+}
+
+OpLaunch GpuBackend::make_launch(const CallShape& sh, int slot, const CallBuffers& b) const {
+  OpLaunch op;
+  std::memset(&op, 0, sizeof op);
+  const Geometry& g = cfg_.geometry;
+  const bool masked = sh.num_seq_slots > 0;
+  if (cfg_.impl == Impl::kStock) {
+    stock_->fill_params(sh.num_tokens, b.partial_output.data(), b.partial_lse.data(),
+                        sh.out_stride, sh.lse_stride, sh.out, sh.lse, sh.base_e,
+                        masked ? static_cast<const int32_t*>(b.seq_lens.data()) : nullptr,
+                        masked ? static_cast<const int32_t*>(b.query_start_loc.data()) : nullptr,
+                        sh.num_seq_slots, b.output.data(), &op.pack, &op.combine);
+    return op;
+  }
+  DirectA2AParams& p = op.direct;
+  p.partial_output = b.partial_output.data();
+  p.partial_lse = b.partial_lse.data();
+  p.out_token_stride = sh.out_stride;
+  p.lse_token_stride = sh.lse_stride;
+  p.out_dtype = sh.out;
+  p.lse_dtype = sh.lse;
+  p.lse_base_e = sh.base_e ? 1 : 0;
+  p.num_tokens = sh.num_tokens;
+  p.dcp_size = cfg_.dcp_size;
+  p.heads_per_rank = g.heads_per_rank;
+  p.head_dim = g.head_dim;
+  p.max_tokens = g.max_tokens;
+  p.group_rank = cfg_.group_rank;
+  p.slot = slot;
+  for (int i = 0; i < cfg_.dcp_size; ++i) {
+    p.members[i] = cfg_.members[i];
+    auto* base = static_cast<uint8_t*>(workspace_->peers()[i]);
+    p.out_recv[i] = base + layout_.out_offset(slot);
+    p.lse_recv[i] = reinterpret_cast<float*>(base + layout_.lse_offset(slot));
+    p.flags[i] = reinterpret_cast<uint32_t*>(base + layout_.flags_offset(slot));
+  }
+  if (masked) {
+    p.seq_lens = static_cast<const int32_t*>(b.seq_lens.data());
+    p.query_start_loc = static_cast<const int32_t*>(b.query_start_loc.data());
+    p.num_seqs = sh.num_seq_slots;
+  }
+  p.mutant = cfg_.mutant;
+  p.state = static_cast<DirectSlotState*>(states_.data()) + slot;
+  p.state_slot0 = static_cast<DirectSlotState*>(states_.data());
+  p.output = b.output.data();
+  p.status = status_dev_;
+  p.spin_timeout_ns =
+      static_cast<uint64_t>(std::max(1e-3, cfg_.spin_timeout_s) * 1e9);
+  if (const std::string why = validate_direct_params(p); !why.empty()) {
+    DCP_THROW(UsageError, "case cannot run on the direct kernel: {}", why);
+  }
+  return op;
+}
+
+void GpuBackend::enqueue_op(const OpLaunch& op, cudaStream_t s) {
+  if (cfg_.impl == Impl::kStock) {
+    stock_->enqueue(op.pack, op.combine, s);
+    return;
+  }
+  const cudaError_t err = cfg_.mutant != 0 ? launch_direct_a2a_mutant(op.direct, s)
+                                           : launch_direct_a2a(op.direct, s);
+  check(err, "launch_direct_a2a", true);
+}
+
+void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallStaging& st,
+                              CallBuffers& b, cudaStream_t s, cudaGraphExec_t graph) {
+  stage(sh, in, st);
+  check(cudaMemcpyAsync(b.partial_output.data(), st.partial_output.data(), sh.in_out_bytes,
+                        cudaMemcpyHostToDevice, s),
+        "copy partial_output in", false);
+  check(cudaMemcpyAsync(b.partial_lse.data(), st.partial_lse.data(), sh.in_lse_bytes,
+                        cudaMemcpyHostToDevice, s),
+        "copy partial_lse in", false);
+  if (sh.num_seq_slots > 0) {
+    const size_t n = sizeof(int32_t) * (sh.num_seq_slots + 1);
+    check(cudaMemcpyAsync(b.seq_lens.data(), st.seq_lens.data(), n, cudaMemcpyHostToDevice, s),
+          "copy seq_lens in", false);
+    check(cudaMemcpyAsync(b.query_start_loc.data(), st.query_start_loc.data(), n,
+                          cudaMemcpyHostToDevice, s),
+          "copy query_start_loc in", false);
+  }
+  check(cudaMemsetAsync(b.output.data(), 0xFF, sh.output_bytes, s), "poison output", false);
+  check(launch_delay(in.skew_ns, s), "skew delay", false);
+  if (graph != nullptr) {
+    check(cudaGraphLaunch(graph, s), "graph replay", true);
+  } else {
+    enqueue_op(make_launch(sh, in.slot, b), s);
+  }
+  check(cudaMemcpyAsync(st.output.data(), b.output.data(), sh.output_bytes,
+                        cudaMemcpyDeviceToHost, s),
+        "copy output out", false);
+}
+
+void GpuBackend::capture(SlotGraph& g, const OpLaunch& op, cudaStream_t s) {
+  g.exec.reset();
+  g.valid = false;
+  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "begin capture", false);
+  cudaGraph_t graph = nullptr;
+  try {
+    enqueue_op(op, s);
+  } catch (...) {
+    cudaStreamEndCapture(s, &graph);  // leave the stream usable, then report
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    throw;
+  }
+  check(cudaStreamEndCapture(s, &graph), "end capture", true);
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  check(err, "instantiate graph", true);
+  g.exec.reset(exec);
+  g.key = op;
+  g.valid = true;
+}
+
+// ----------------------------------------------------------------- batches
+
+std::vector<std::vector<uint8_t>> GpuBackend::run_batch(const Case& c, const Batch& batch) {
+  CUDA_CHECK(cfg_.global_rank, HarnessError, cudaSetDevice(cfg_.device));
+  DCP_CHECK(batch.mode != ExecMode::kMixed, HarnessError, "a batch is never mixed");
+  current_ = &c;
+  const CallShape sh = shape_of(c, batch);
+  const size_t n = batch.calls.size();
+  if (staging_.size() < std::max<size_t>(n, 1)) staging_.resize(std::max<size_t>(n, 1));
+  std::vector<std::vector<uint8_t>> outputs;
+  outputs.reserve(n);
+  auto collect = [&](const CallStaging& st) {
+    const auto* p = static_cast<const uint8_t*>(st.output.data());
+    outputs.emplace_back(p, p + sh.output_bytes);
+  };
+  if (batch.mode == ExecMode::kEager) {
+    for (const CallInputs& in : batch.calls) {
+      ensure(sh, eager_buffers_, staging_[0]);
+      enqueue_call(sh, in, staging_[0], eager_buffers_, stream_for(in.slot), nullptr);
+      sync_all();
+      collect(staging_[0]);
+    }
+  } else if (batch.mode == ExecMode::kPipelined) {
+    if (pipe_buffers_.size() < n) pipe_buffers_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      ensure(sh, pipe_buffers_[i], staging_[i]);
+      enqueue_call(sh, batch.calls[i], staging_[i], pipe_buffers_[i],
+                   stream_for(batch.calls[i].slot), nullptr);
+    }
+    sync_all();
+    for (size_t i = 0; i < n; ++i) collect(staging_[i]);
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      const CallInputs& in = batch.calls[i];
+      DCP_CHECK(in.slot >= 0 && in.slot < kMaxSlots, HarnessError, "slot {} out of range",
+                in.slot);
+      SlotGraph& g = graphs_[in.slot];
+      const cudaStream_t s = stream_for(in.slot);
+      ensure(sh, g.buffers, staging_[i]);
+      const OpLaunch op = make_launch(sh, in.slot, g.buffers);
+      if (!g.valid || std::memcmp(&op, &g.key, sizeof op) != 0) capture(g, op, s);
+      enqueue_call(sh, in, staging_[i], g.buffers, s, g.exec.get());
+    }
+    sync_all();
+    for (size_t i = 0; i < n; ++i) collect(staging_[i]);
+  }
+  current_ = nullptr;
+  return outputs;
+}
+
+cudaStream_t GpuBackend::stream_for(int slot) const {
+  if (cfg_.impl == Impl::kStock || slot < 0 || slot >= kMaxSlots) return streams_[0].get();
+  return streams_[slot].get();
+}
+
+void GpuBackend::sync_all() {
+  for (const Stream& s : streams_) check(cudaStreamSynchronize(s.get()), "synchronize", true);
+}
+
+void GpuBackend::check(cudaError_t err, const char* what, bool in_op) const {
+  if (err == cudaSuccess) return;
+  const std::string where =
+      current_ != nullptr ? fmt::format(" in case {}", format_case_id(*current_)) : "";
+  const std::string msg =
+      fmt::format("rank {} (group rank {} of a DCP{} group): {} failed{}: {}; {}",
+                  cfg_.global_rank, cfg_.group_rank, cfg_.dcp_size, what, where,
+                  cuda_error_text(err), status_text());
+  if (in_op || is_device_fault(err)) throw KernelFault(msg);
+  throw HarnessError(msg);
+}
+
+std::string GpuBackend::status_text() const {
+  if (status_host_ == nullptr || cfg_.impl != Impl::kDirect) return "no wait status";
+  const WaitStatus& s = *status_host_;
+  std::string text;
+  if (s.waiting != 0) {
+    const int src = static_cast<int>(s.wait_source);
+    const int src_rank = src < static_cast<int>(cfg_.members.size()) ? cfg_.members[src] : -1;
+    text = fmt::format("device was waiting for rank {} (slot {}, parity {}, epoch {}; flag holds "
+                       "{}){}",
+                       src_rank, s.wait_slot, s.wait_parity, s.wait_epoch, s.wait_flag_value,
+                       s.trapped != 0 ? ", then trapped" : "");
+  } else {
+    text = "device was not waiting on a flag";
+  }
+  std::string signalled, completed;
+  for (int i = 0; i < kMaxSlots; ++i) {
+    signalled += fmt::format("{}{}", i ? "," : "", s.last_signalled_epoch[i]);
+    completed += fmt::format("{}{}", i ? "," : "", s.last_completed_epoch[i]);
+  }
+  return fmt::format("{}; last signalled epoch per slot [{}], last completed [{}]", text,
+                     signalled, completed);
+}
+
+}  // namespace
+
+std::unique_ptr<RankBackend> make_gpu_backend(const BackendConfig& cfg, Rendezvous& rendezvous) {
+  return std::make_unique<GpuBackend>(cfg, rendezvous);
+}
+
+}  // namespace dcp
