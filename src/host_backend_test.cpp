@@ -1,0 +1,307 @@
+// The host model of the protocol, run by W threads (one backend each, like W
+// worker processes): many calls with skew pass the real checker, and the
+// protocol mutants are caught, which proves the model and the checker can fail.
+#include "host_backend.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <doctest/doctest.h>
+
+#include "case_runner.h"
+#include "errors.h"
+#include "geometry.h"
+#include "host_mutants.h"
+#include "status_board.h"
+
+namespace dcp {
+namespace {
+
+// In-process rendezvous: every thread of a group posts, then waits for all.
+class Hub {
+ public:
+  std::vector<std::string> allgather(const std::string& key, const std::vector<int>& members,
+                                     int rank, const std::string& mine) {
+    std::unique_lock<std::mutex> lock(mu_);
+    Round& round = rounds_[key];
+    round.data[rank] = mine;
+    cv_.notify_all();
+    const bool done = cv_.wait_for(lock, std::chrono::seconds(60), [&] {
+      return rounds_[key].data.size() == members.size();
+    });
+    if (!done) throw HarnessError("test rendezvous timed out: " + key);
+    Round& r = rounds_[key];
+    std::vector<std::string> out;
+    for (int m : members) out.push_back(r.data.at(m));
+    if (++r.readers == static_cast<int>(members.size())) rounds_.erase(key);
+    return out;
+  }
+
+ private:
+  struct Round {
+    std::map<int, std::string> data;
+    int readers = 0;
+  };
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, Round> rounds_;
+};
+
+class ThreadRendezvous final : public Rendezvous {
+ public:
+  ThreadRendezvous(Hub& hub, int rank) : hub_(hub), rank_(rank) {}
+  std::vector<std::string> allgather(const std::string& key, const std::vector<int>& members,
+                                     const std::string& mine) override {
+    return hub_.allgather(key, members, rank_, mine);
+  }
+
+ private:
+  Hub& hub_;
+  int rank_;
+};
+
+std::string unique_run_id() {
+  static std::atomic<int> counter{0};
+  return "hosttest" + std::to_string(getpid()) + "x" + std::to_string(counter++);
+}
+
+int count_shm_with_prefix(const std::string& run_id) {
+  const std::string prefix = "dcp-check-" + run_id + "-";
+  int n = 0;
+  if (DIR* dir = opendir("/dev/shm")) {
+    while (dirent* e = readdir(dir)) n += std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0;
+    closedir(dir);
+  }
+  return n;
+}
+
+// Runs `cases` on one DCP group of `w` threads; results[case][rank]. A case
+// that errors on any rank ends the run after that case (as a session would).
+std::vector<std::vector<RankCaseResult>> run_group(int w, const std::vector<Case>& cases,
+                                                   int mutant, double spin_timeout_s,
+                                                   WaitStatus* statuses = nullptr) {
+  Hub hub;
+  const std::string run_id = unique_run_id();
+  const Geometry geometry = cases.front().geometry;
+  std::vector<std::vector<RankCaseResult>> results(cases.size(), std::vector<RankCaseResult>(w));
+  std::atomic<bool> stop{false};
+  std::atomic<int> built{0};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < w; ++r) {
+    threads.emplace_back([&, r] {
+      BackendConfig bc;
+      bc.global_rank = r;
+      bc.group_rank = r;
+      bc.dcp_size = w;
+      for (int i = 0; i < w; ++i) bc.members.push_back(i);
+      bc.geometry = geometry;
+      bc.mutant = mutant;
+      bc.spin_timeout_s = spin_timeout_s;
+      bc.status = statuses != nullptr ? &statuses[r] : nullptr;
+      bc.run_id = run_id;
+      ThreadRendezvous rdv(hub, r);
+      auto backend = make_host_backend(bc, rdv);
+      ++built;
+      for (size_t k = 0; k < cases.size() && !stop; ++k) {
+        const std::string key = std::to_string(k);
+        rdv.barrier("begin" + key, bc.members);
+        backend->begin_case(cases[k]);
+        rdv.barrier("go" + key, bc.members);
+        CaseRunContext ctx;
+        ctx.backend_config = &bc;
+        ctx.case_index = static_cast<int>(k);
+        results[k][r] = run_case_on_rank(cases[k], *backend, ctx);
+        if (!results[k][r].error.empty()) stop = true;
+        rdv.barrier("end" + key, bc.members);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  // Every rank unlinked its segment name once the whole group had mapped it.
+  CHECK(count_shm_with_prefix(run_id) == 0);
+  CHECK(built == w);
+  return results;
+}
+
+Case base_case(int w) {
+  Case c;
+  c.dcp_size = w;
+  c.geometry = *find_geometry("tiny");
+  c.seed = 0x5eed;
+  return c;
+}
+
+std::vector<Case> protocol_cases(int w) {
+  std::vector<Case> cases;
+  Case a = base_case(w);  // many skewed eager calls alternating two slots
+  a.out_dtype = DType::kFp16;
+  a.lse_dtype = DType::kBf16;
+  a.lse_base = LseBase::kE;
+  a.num_tokens = 17;
+  a.empty = EmptyPattern::kRandom;
+  a.num_slots = 2;
+  a.num_calls = 40;
+  a.skew = true;
+  cases.push_back(a);
+  Case b = base_case(w);  // pipelined, padded strides, NaN LSEs, layers
+  b.num_tokens = b.geometry.max_tokens;
+  b.out_pad_elems = 8;
+  b.lse_pad_elems = 3;
+  b.special = SpecialLse::kNan;
+  b.mode = ExecMode::kPipelined;
+  b.num_calls = 8;
+  b.num_layers = 2;
+  b.skew = true;
+  b.seed = 0xb0b;
+  cases.push_back(b);
+  Case g = base_case(w);  // graph replays across the 32-bit epoch wrap
+  g.num_tokens = 5;
+  g.mode = ExecMode::kGraph;
+  g.num_calls = 10;
+  g.num_slots = 2;
+  g.empty = EmptyPattern::kAll;
+  g.epoch_start = 0xFFFFFFF8u;
+  g.skew = true;
+  g.seed = 0x9a9;
+  cases.push_back(g);
+  Case e = base_case(w);  // single-token calls back to back, fp16 LSE
+  e.lse_dtype = DType::kFp16;
+  e.num_calls = 100;
+  e.skew = true;
+  e.seed = 0xe;
+  cases.push_back(e);
+  return cases;
+}
+
+void require_all_passed(const std::vector<std::vector<RankCaseResult>>& results) {
+  for (const auto& per_case : results) {
+    for (const auto& r : per_case) {
+      INFO(r.case_id, " rank ", r.rank, ": ", r.error);
+      CHECK(r.error.empty());
+      CHECK(r.passed);
+      CHECK(r.num_checked > 0);
+    }
+  }
+}
+
+TEST_CASE("the host model passes the checker with 2 and 4 ranks, skew, pipelining, wrap") {
+  for (int w : {2, 4}) {
+    CAPTURE(w);
+    require_all_passed(run_group(w, protocol_cases(w), kHostMutantNone, 10.0));
+  }
+}
+
+TEST_CASE("the host model is deterministic: the same case gives the same output bits") {
+  std::vector<Case> twice = {protocol_cases(2)[0], protocol_cases(2)[0]};
+  auto results = run_group(2, twice, kHostMutantNone, 10.0);
+  for (int r = 0; r < 2; ++r) CHECK(results[0][r].output_hash == results[1][r].output_hash);
+}
+
+bool any_rank_caught(const std::vector<std::vector<RankCaseResult>>& results) {
+  for (const auto& per_case : results) {
+    for (const auto& r : per_case) {
+      if (!r.passed) return true;
+    }
+  }
+  return false;
+}
+
+TEST_CASE("the single-parity mutant is caught under skew") {
+  // Back-to-back calls on one slot: with one parity half, a rank that runs
+  // ahead overwrites the half its peer is still combining (a mismatch), or
+  // moves the flag past the epoch the peer waits for (a trapped wait).
+  Case c = base_case(2);
+  c.num_tokens = c.geometry.max_tokens;
+  c.num_calls = 200;
+  c.skew = true;
+  bool caught = false;
+  for (uint64_t seed = 1; seed <= 6 && !caught; ++seed) {
+    c.seed = seed;
+    require_all_passed(run_group(2, {c}, kHostMutantNone, 10.0));  // the case is fine...
+    caught = any_rank_caught(run_group(2, {c}, kHostMutantSingleParity, 1.0));  // ...the model not
+  }
+  CHECK(caught);
+}
+
+TEST_CASE("the no-base-conversion mutant fails every base-e case") {
+  Case c = base_case(2);
+  c.lse_base = LseBase::kE;
+  c.num_tokens = 9;
+  c.num_calls = 3;
+  require_all_passed(run_group(2, {c}, kHostMutantNone, 10.0));
+  auto results = run_group(2, {c}, kHostMutantNoBaseConversion, 10.0);
+  for (const auto& r : results[0]) {
+    CHECK(r.error.empty());
+    CHECK_FALSE(r.passed);
+    CHECK(r.num_mismatches > 0);
+  }
+}
+
+TEST_CASE("a wait that never ends traps with who waits on whom, and the status board says so") {
+  // Rank 1 builds its workspace but never calls: rank 0's bounded spin expires.
+  Hub hub;
+  const std::string run_id = unique_run_id();
+  WaitStatus statuses[2] = {};
+  Case c = base_case(2);
+  std::string error;
+  double waited_s = 0;
+  std::vector<std::unique_ptr<RankBackend>> backends(2);
+  std::vector<BackendConfig> configs(2);
+  std::vector<std::thread> builders;
+  for (int r = 0; r < 2; ++r) {
+    configs[r].global_rank = r;
+    configs[r].group_rank = r;
+    configs[r].dcp_size = 2;
+    configs[r].members = {0, 1};
+    configs[r].geometry = c.geometry;
+    configs[r].spin_timeout_s = 0.5;
+    configs[r].status = &statuses[r];
+    configs[r].run_id = run_id;
+    builders.emplace_back([&, r] {
+      ThreadRendezvous rdv(hub, r);
+      backends[r] = make_host_backend(configs[r], rdv);
+    });
+  }
+  for (auto& t : builders) t.join();
+  CaseRunContext ctx;
+  ctx.backend_config = &configs[0];
+  const auto start = std::chrono::steady_clock::now();
+  RankCaseResult r = run_case_on_rank(c, *backends[0], ctx);
+  waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(r.error_kind == "kernel");
+  CHECK(r.error.find("rank 0 waits for rank 1 (slot 0, parity 1, epoch 1; flag holds 0)") !=
+        std::string::npos);
+  CHECK(waited_s >= 0.5);
+  CHECK(waited_s < 5.0);
+  CHECK(statuses[0].waiting == 1);
+  CHECK(statuses[0].trapped == 1);
+  CHECK(statuses[0].last_signalled_epoch[0] == 1);
+  CHECK(statuses[1].last_signalled_epoch[0] == 0);
+  auto lines = diagnose_waits({&statuses[0], &statuses[1]}, 2);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("rank 0 waits for rank 1") == 0);
+  CHECK(lines[0].find("rank 1 last signalled epoch 0") != std::string::npos);
+}
+
+TEST_CASE("segment names are deterministic and cover every group of a world") {
+  auto names = host_segment_names("rid", 4);
+  // dcp4: 1 group of 4 ranks; dcp2: 2 groups of 2.
+  REQUIRE(names.size() == 8);
+  CHECK(std::find(names.begin(), names.end(), "/dcp-check-rid-g4x0-r3") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "/dcp-check-rid-g2x1-r3") != names.end());
+  CHECK(host_segment_name("rid", 2, 1, 2) == "/dcp-check-rid-g2x1-r2");
+  CHECK(host_workspace_bytes(*find_geometry("tiny"), 4) ==
+        4 * host_segment_bytes(*find_geometry("tiny"), 4) +
+            4 * host_segment_bytes(*find_geometry("tiny"), 2));
+}
+
+}  // namespace
+}  // namespace dcp

@@ -1,0 +1,81 @@
+#include "status_board.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <string>
+
+#include <doctest/doctest.h>
+
+#include "errors.h"
+
+namespace dcp {
+namespace {
+
+std::string test_run_id(const char* tag) {
+  return std::string("test") + tag + std::to_string(getpid());
+}
+
+TEST_CASE("the status board gives each rank its own zeroed page, shared across mappings") {
+  const std::string id = test_run_id("board");
+  {
+    StatusBoard board = StatusBoard::create(id, 4);
+    StatusBoard view = StatusBoard::open(id, 4);
+    for (int r = 0; r < 4; ++r) {
+      const auto addr = reinterpret_cast<uintptr_t>(board.entry(r));
+      CHECK(addr % StatusBoard::entry_stride_bytes() == 0);
+      CHECK(board.entry(r)->waiting == 0);
+    }
+    board.entry(2)->wait_epoch = 17;
+    CHECK(view.entry(2)->wait_epoch == 17);
+    CHECK_THROWS_AS(board.entry(4), HarnessError);
+    CHECK_THROWS_AS(StatusBoard::create(id, 4), HarnessError);  // exclusive
+  }
+  // The creator unlinked the name.
+  CHECK(shm_open(StatusBoard::shm_name(id).c_str(), O_RDONLY, 0) < 0);
+  CHECK_THROWS_AS(StatusBoard::open(id, 4), HarnessError);
+}
+
+TEST_CASE("format_wait names the waiter, the source, slot, parity, epoch and flag") {
+  WaitStatus s{};
+  s.waiting = 1;
+  s.wait_source = 1;
+  s.wait_slot = 0;
+  s.wait_parity = 1;
+  s.wait_epoch = 17;
+  s.wait_flag_value = 15;
+  CHECK(format_wait(s, 2, 3) ==
+        "rank 2 waits for rank 3 (slot 0, parity 1, epoch 17; flag holds 15)");
+}
+
+TEST_CASE("diagnose_waits maps group sources to global ranks and adds what the source signalled") {
+  WaitStatus st[4] = {};
+  // dcp2, group 1 = ranks {2, 3}: rank 2 waits for its group rank 1 (global 3).
+  st[2].waiting = 1;
+  st[2].wait_source = 1;
+  st[2].wait_slot = 1;
+  st[2].wait_parity = 1;
+  st[2].wait_epoch = 17;
+  st[2].wait_flag_value = 15;
+  st[2].trapped = 1;
+  st[3].last_signalled_epoch[1] = 16;
+  std::vector<const WaitStatus*> entries = {&st[0], &st[1], &st[2], &st[3]};
+  auto lines = diagnose_waits(entries, 2);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0] ==
+        "rank 2 waits for rank 3 (slot 1, parity 1, epoch 17; flag holds 15); rank 3 last "
+        "signalled epoch 16 [spin bound expired]");
+  // The same wait in a dcp4 case: group rank 1 is global rank 1.
+  lines = diagnose_waits(entries, 4);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].rfind("rank 2 waits for rank 1 ", 0) == 0);
+  st[2].waiting = 0;
+  lines = diagnose_waits(entries, 2);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0] == "no rank was waiting on a flag");
+}
+
+}  // namespace
+}  // namespace dcp
