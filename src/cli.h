@@ -25,5 +25,8 @@ struct CliContext {
 CLI::App* add_run_command(CLI::App& app, CliContext& ctx);
 CLI::App* add_list_command(CLI::App& app, CliContext& ctx);
 CLI::App* add_replay_command(CLI::App& app, CliContext& ctx);
+CLI::App* add_stress_command(CLI::App& app, CliContext& ctx);
+CLI::App* add_shrink_command(CLI::App& app, CliContext& ctx);
+CLI::App* add_selftest_command(CLI::App& app, CliContext& ctx);
 
 }  // namespace dcp

@@ -1,0 +1,82 @@
+#include "shrink_runner.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "cli_common.h"
+#include "errors.h"
+#include "replay.h"
+#include "shrink.h"
+
+namespace dcp {
+
+CaseResult RestartingSession::run(const Case& c, const std::string& suite) {
+  const std::string replay = replay_command(config_, config_.world, c);
+  if (!session_ || session_->dead()) {
+    session_.reset();  // tear the dead one down before spawning new workers
+    session_ = std::make_unique<Session>(config_);
+    env_ = session_->environment();
+    ++num_started_;
+  }
+  CaseResult r;
+  try {
+    r = session_->run_case(c, suite);
+  } catch (const KernelFault& e) {
+    r = error_result(c, suite, "kernel", e.what(), replay);
+    session_.reset();
+  } catch (const HarnessError& e) {
+    r = error_result(c, suite, "harness", e.what(), replay);
+    session_.reset();
+  }
+  if (r.case_id.empty()) r.case_id = format_case_id(c);
+  if (r.suite.empty()) r.suite = suite;
+  if (r.replay.empty()) r.replay = replay;
+  return r;
+}
+
+std::string describe_shrink(const ShrinkOutcome& o, double seconds) {
+  return fmt::format("{} step{}, {} attempt{} in {:.2f}s ({})", o.num_steps,
+                     o.num_steps == 1 ? "" : "s", o.num_attempts, o.num_attempts == 1 ? "" : "s",
+                     seconds, o.reached_fixpoint ? "no smaller variant fails"
+                                                 : "stopped: " + o.stop_reason);
+}
+
+ShrinkOutcome shrink_and_print(RestartingSession& session, const Case& failing,
+                               const CaseResult& failing_result, const ShrinkLimits& limits,
+                               std::FILE* out, bool quiet) {
+  const auto start = std::chrono::steady_clock::now();
+  if (!quiet) {
+    std::fprintf(out, "shrinking %s (measure %lld) ...\n", format_case_id(failing).c_str(),
+                 static_cast<long long>(shrink_measure(failing)));
+    std::fflush(out);
+  }
+  int num_steps = 0;
+  auto runner = [&](const Case& cand) {
+    CaseResult r = session.run(cand, "shrink");
+    // The shrinker takes the first candidate that fails the same way, so each
+    // such result is exactly one accepted step.
+    if (!quiet && same_failure(failing_result, r)) {
+      std::fprintf(out, "  step %d: %s still fails\n", ++num_steps, r.case_id.c_str());
+      std::fflush(out);
+    }
+    return r;
+  };
+  ShrinkOutcome o = shrink_case(failing, failing_result, runner, shrink_candidates, limits);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const Case& m = o.minimal;
+  std::fprintf(out, "shrunk: %s\n", describe_shrink(o, seconds).c_str());
+  std::fprintf(out, "minimal failing case: %s (measure %lld)\n", format_case_id(m).c_str(),
+               static_cast<long long>(shrink_measure(m)));
+  if (!o.minimal_result.message.empty()) {
+    std::fprintf(out, "  %s\n", o.minimal_result.message.c_str());
+  }
+  std::fprintf(out, "  replay token: %s\n",
+               format_replay_token(session.config().world, m).c_str());
+  std::fprintf(out, "  %s\n", replay_command(session.config(), session.config().world, m).c_str());
+  std::fflush(out);
+  return o;
+}
+
+}  // namespace dcp
