@@ -29,4 +29,11 @@ CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int gl
                             int op_idx, const std::vector<uint8_t>& got,
                             const CheckProfile& profile = {}, int max_reported = 8);
 
+// The per-element bound documented in checker.cpp (additive: exposed so tests
+// and reports can show it). abs_sum = sum_s w_s |x_s|; lse_magnitude = max over
+// contributing sources of |l2_s|, plus |m| (CombineWeights::lse_magnitude).
+double fp32_error_bound(int num_sources, double abs_sum, double lse_magnitude);
+double element_tolerance(DType out, double want, int num_sources, double abs_sum,
+                         double lse_magnitude);
+
 }  // namespace dcp

@@ -1,0 +1,100 @@
+#include "results.h"
+
+#include <cmath>
+#include <limits>
+
+namespace dcp {
+namespace {
+
+// JSON has no NaN or infinity (nlohmann writes null); a wrong value is often
+// exactly that, so non-finite doubles travel as the strings "nan", "inf", "-inf".
+nlohmann::json number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+double read_number(const nlohmann::json& j, const char* key) {
+  const nlohmann::json& v = j.at(key);
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "inf") return std::numeric_limits<double>::infinity();
+    if (s == "-inf") return -std::numeric_limits<double>::infinity();
+    throw nlohmann::json::type_error::create(302, "bad number string '" + s + "' in " + key, &v);
+  }
+  if (v.is_null()) return std::numeric_limits<double>::quiet_NaN();
+  return v.get<double>();
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const Mismatch& m) {
+  j = nlohmann::json{{"rank", m.rank},
+                     {"op_idx", m.op_idx},
+                     {"token", m.token},
+                     {"head", m.head},
+                     {"dim", m.dim},
+                     {"got", number(m.got)},
+                     {"want", number(m.want)},
+                     {"err_ulps", number(m.err_ulps)},
+                     {"tolerance_ulps", number(m.tolerance_ulps)},
+                     {"likely_source", m.likely_source}};
+}
+
+void from_json(const nlohmann::json& j, Mismatch& m) {
+  j.at("rank").get_to(m.rank);
+  j.at("op_idx").get_to(m.op_idx);
+  j.at("token").get_to(m.token);
+  j.at("head").get_to(m.head);
+  j.at("dim").get_to(m.dim);
+  m.got = read_number(j, "got");
+  m.want = read_number(j, "want");
+  m.err_ulps = read_number(j, "err_ulps");
+  m.tolerance_ulps = read_number(j, "tolerance_ulps");
+  j.at("likely_source").get_to(m.likely_source);
+}
+
+void to_json(nlohmann::json& j, const RankCaseResult& r) {
+  j = nlohmann::json{{"case_id", r.case_id},
+                     {"rank", r.rank},
+                     {"passed", r.passed},
+                     {"num_checked", r.num_checked},
+                     {"num_mismatches", r.num_mismatches},
+                     {"num_nan", r.num_nan},
+                     {"first_mismatches", r.first_mismatches},
+                     {"output_hash", r.output_hash},
+                     {"elapsed_ms", number(r.elapsed_ms)},
+                     {"error", r.error},
+                     {"error_kind", r.error_kind}};
+}
+
+void from_json(const nlohmann::json& j, RankCaseResult& r) {
+  j.at("case_id").get_to(r.case_id);
+  j.at("rank").get_to(r.rank);
+  j.at("passed").get_to(r.passed);
+  j.at("num_checked").get_to(r.num_checked);
+  j.at("num_mismatches").get_to(r.num_mismatches);
+  j.at("num_nan").get_to(r.num_nan);
+  j.at("first_mismatches").get_to(r.first_mismatches);
+  j.at("output_hash").get_to(r.output_hash);
+  r.elapsed_ms = read_number(j, "elapsed_ms");
+  j.at("error").get_to(r.error);
+  j.at("error_kind").get_to(r.error_kind);
+}
+
+std::string_view to_string(CaseStatus s) {
+  switch (s) {
+    case CaseStatus::kPass:
+      return "pass";
+    case CaseStatus::kFail:
+      return "fail";
+    case CaseStatus::kError:
+      return "error";
+    case CaseStatus::kSkipped:
+      return "skipped";
+  }
+  return "?";
+}
+
+}  // namespace dcp
