@@ -118,8 +118,10 @@ int run_selftest_command(const SelftestOptions& o) {
                                               : fmt::format("{} cases", plan.upstream_cases.size()),
                   base.timeout_s, plan.fast ? ", --fast" : ""));
 
-  SessionFactory factory = [&base](int mutant, const CheckProfile& profile) {
+  SessionFactory factory = [&base](int mutant, const CheckProfile& profile,
+                                   const Geometry& geometry) {
     SessionConfig config = base;
+    config.geometry = geometry;
     config.mutant = mutant;
     config.profile = profile;
     return std::unique_ptr<SelftestSession>(std::make_unique<RealSelftestSession>(config));

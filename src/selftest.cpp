@@ -34,10 +34,44 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Runs `cases` on a fresh session. With stop_at_first the run ends at the first
-// failing case; it always ends when the session dies (a hang, crash or trap
-// takes every worker down, and restarting per remaining case would cost one
-// timeout each). `env` (optional) receives the session's environment.
+// Cases grouped by geometry, groups in order of first appearance, suite order
+// kept within each: a session's workspace serves exactly one geometry, and a
+// suite may mix (the default suite carries the upstream Kimi-K3 cases).
+std::vector<std::vector<const Case*>> group_by_geometry(const std::vector<Case>& cases) {
+  std::vector<std::vector<const Case*>> groups;
+  for (const Case& c : cases) {
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.front()->geometry == c.geometry; });
+    if (it == groups.end()) {
+      groups.push_back({&c});
+    } else {
+      it->push_back(&c);
+    }
+  }
+  return groups;
+}
+
+// Records one case's result; returns true when it failed.
+bool record(ProfileOutcome& out, const CaseResult& r, const Case& c,
+            std::vector<CaseResult>* failures) {
+  ++out.num_run;
+  if (!is_failure(r.status)) return false;
+  ++out.num_caught;
+  if (!out.detected) {
+    out.detected = true;
+    out.how = classify_failure(r);
+    out.first_case = r.case_id.empty() ? format_case_id(c) : r.case_id;
+    out.first_message = r.message;
+    out.first_replay = r.replay;
+  }
+  if (failures != nullptr && failures->size() < kMaxCorrectFailures) failures->push_back(r);
+  return true;
+}
+
+// Runs `cases`, one fresh session per geometry. With stop_at_first the run ends
+// at the first failing case; it always ends when a session dies (a hang, crash
+// or trap takes every worker down, and restarting per remaining case would cost
+// one deadline each). `env` (optional) receives the first session's environment.
 ProfileOutcome run_cases(const SessionFactory& factory, int mutant, const CheckProfile& profile,
                          const std::vector<Case>& cases, const std::string& suite,
                          bool stop_at_first, std::vector<CaseResult>* failures,
@@ -45,48 +79,41 @@ ProfileOutcome run_cases(const SessionFactory& factory, int mutant, const CheckP
   ProfileOutcome out;
   out.num_cases = static_cast<int>(cases.size());
   const auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<SelftestSession> session;
-  try {
-    session = factory(mutant, profile);
-  } catch (const KernelFault& e) {
-    // The variant broke start-up itself: detected, by a crash, before any case.
-    out.detected = true;
-    out.how = DetectHow::kCrash;
-    out.first_case = "(start-up)";
-    out.first_message = e.what();
-    out.stopped = "the session could not start";
-    out.elapsed_s = seconds_since(start);
-    return out;
-  }
-  if (env != nullptr) *env = session->environment();
-  for (size_t i = 0; i < cases.size(); ++i) {
-    CaseResult r = session->run_case(cases[i], suite);
-    if (r.status == CaseStatus::kSkipped) {
-      if (session->dead()) break;  // handled below
-      continue;
-    }
-    ++out.num_run;
-    if (is_failure(r.status)) {
-      ++out.num_caught;
+  int num_visited = 0;  // run or skipped
+  for (const auto& group : group_by_geometry(cases)) {
+    std::unique_ptr<SelftestSession> session;
+    try {
+      session = factory(mutant, profile, group.front()->geometry);
+    } catch (const KernelFault& e) {
+      // The variant broke start-up itself: detected, by a crash, before any case.
       if (!out.detected) {
         out.detected = true;
-        out.how = classify_failure(r);
-        out.first_case = r.case_id.empty() ? format_case_id(cases[i]) : r.case_id;
-        out.first_message = r.message;
-        out.first_replay = r.replay;
+        out.how = DetectHow::kCrash;
+        out.first_case = "(start-up)";
+        out.first_message = e.what();
       }
-      if (failures != nullptr && failures->size() < kMaxCorrectFailures) failures->push_back(r);
-    }
-    const bool more = i + 1 < cases.size();
-    if (more && session->dead()) break;
-    if (more && stop_at_first && out.detected) {
-      out.stopped = "stopped at the first detection";
+      out.stopped = "a session could not start";
       break;
     }
-  }
-  if (out.stopped.empty() && out.num_run < out.num_cases && session->dead()) {
-    out.stopped = out.detected ? fmt::format("the {} ended the session", to_string(out.how))
-                               : std::string("the session died");
+    if (env != nullptr && num_visited == 0) *env = session->environment();
+    for (const Case* c : group) {
+      const CaseResult r = session->run_case(*c, suite);
+      if (r.status == CaseStatus::kSkipped && session->dead()) break;  // reported below
+      ++num_visited;
+      if (r.status != CaseStatus::kSkipped) record(out, r, *c, failures);
+      const bool more = num_visited < out.num_cases;
+      if (more && session->dead()) break;
+      if (more && stop_at_first && out.detected) {
+        out.stopped = "stopped at the first detection";
+        break;
+      }
+    }
+    if (!out.stopped.empty()) break;
+    if (session->dead() && num_visited < out.num_cases) {
+      out.stopped = out.detected ? fmt::format("the {} ended the session", to_string(out.how))
+                                 : std::string("the session died");
+      break;
+    }
   }
   out.elapsed_s = seconds_since(start);
   return out;
@@ -108,6 +135,11 @@ MutantOutcome judge(const MutantInfo& m, bool catchable_here, ProfileOutcome str
   } else {
     o.verdict = MutantVerdict::kSurvived;
     o.note = "SURVIVED: the suite misses this bug";
+  }
+  if (o.strict.how == DetectHow::kHarness) {
+    // Not hidden and not dressed up: the correct kernel passed these cases, so
+    // the mutant caused it, but only a harness check noticed.
+    o.note += std::string(o.note.empty() ? "" : "; ") + "detected only by a harness error";
   }
   if (!o.strict.stopped.empty() && o.strict.detected) {
     o.note += (o.note.empty() ? "" : "; ") + o.strict.stopped;
@@ -172,20 +204,22 @@ DetectHow classify_failure(const CaseResult& r) {
     return bad > 0 && nan == bad ? DetectHow::kNan : DetectHow::kMismatch;
   }
   if (r.status != CaseStatus::kError) return DetectHow::kNone;
-  // The supervisor's diagnosis names the cause; rank errors back it up. A trap
-  // is checked first: a device trap is also reported as "waiting on ...".
-  std::string text = r.message;
-  for (const auto& rank : r.ranks) text += " " + rank.error;
-  if (contains_any(text, {"trap", "illegal", "unspecified launch failure"})) {
-    return DetectHow::kTrap;
-  }
-  if (contains_any(text, {"hang", "deadline", "timed out", "timeout", "waits on", "waiting on"})) {
+  // The supervisor writes "<cause> | <who waits on whom>": only the cause says
+  // what happened (the wait board mentions waiting even when nothing hung).
+  const std::string cause = r.message.substr(0, r.message.find(" | "));
+  if (contains_any(cause, {"hang:", "made no progress", "spin bound expired"})) {
     return DetectHow::kHang;
   }
-  if (contains_any(text, {"crash", "signal", "exited", "killed", "died", "closed its socket"})) {
+  if (contains_any(cause, {"trap", "launch failure"})) return DetectHow::kTrap;
+  if (contains_any(cause, {"killed by signal", "exited with status", "closed its connection",
+                           "illegal", "misaligned", "crash"})) {
     return DetectHow::kCrash;
   }
-  return DetectHow::kError;
+  const bool kernel = contains_any(cause, {"kernel fault"}) ||
+                      std::any_of(r.ranks.begin(), r.ranks.end(), [](const RankCaseResult& rr) {
+                        return rr.error_kind == "kernel";
+                      });
+  return kernel ? DetectHow::kError : DetectHow::kHarness;
 }
 
 std::vector<MutantInfo> mutants_for_backend(BackendKind backend) {

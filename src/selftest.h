@@ -61,17 +61,20 @@ class SelftestSession {
   virtual const EnvironmentInfo& environment() const = 0;
 };
 
-// Starts a fresh session running `mutant` (0: correct kernel) under `profile`.
-// May throw KernelFault (the mutant broke start-up: counts as a crash),
-// UsageError or HarnessError (propagated: exit 2 / 3).
-using SessionFactory =
-    std::function<std::unique_ptr<SelftestSession>(int mutant, const CheckProfile& profile)>;
+// Starts a fresh session running `mutant` (0: correct kernel) under `profile`,
+// its workspace sized for `geometry` (a session serves one geometry). May throw
+// KernelFault (the mutant broke start-up: counts as a crash), UsageError or
+// HarnessError (propagated: exit 2 / 3).
+using SessionFactory = std::function<std::unique_ptr<SelftestSession>(
+    int mutant, const CheckProfile& profile, const Geometry& geometry)>;
 
 // How a failing case failed.
-enum class DetectHow : uint8_t { kNone, kMismatch, kNan, kHang, kTrap, kCrash, kError };
+// kError: a kernel fault of another kind; kHarness: only a harness check noticed.
+enum class DetectHow : uint8_t { kNone, kMismatch, kNan, kHang, kTrap, kCrash, kError, kHarness };
 std::string_view to_string(DetectHow h);
 // kFail -> mismatch (or nan when every bad element is NaN); kError -> hang /
-// trap / crash / error from the diagnosis; pass and skip -> none.
+// trap / crash / error / harness from the supervisor's diagnosis; pass and
+// skip -> none.
 DetectHow classify_failure(const CaseResult& r);
 
 // One suite run against one kernel variant under one profile.

@@ -71,8 +71,10 @@ struct Harness {
   std::vector<std::string> sessions;  // every session started: "m<mutant>[u]"
 
   SessionFactory factory() {
-    return [this](int mutant, const CheckProfile& profile) -> std::unique_ptr<SelftestSession> {
-      sessions.push_back(fmt::format("m{}{}", mutant, profile.upstream ? "u" : ""));
+    return [this](int mutant, const CheckProfile& profile,
+                  const Geometry& geometry) -> std::unique_ptr<SelftestSession> {
+      sessions.push_back(fmt::format("m{}{}{}", mutant, profile.upstream ? "u" : "",
+                                     geometry.name.empty() ? "" : ":" + geometry.name));
       EnvironmentInfo env;
       env.backend = "gpu";
       env.ranks_share_gpu = share_gpu;
@@ -275,9 +277,9 @@ TEST_CASE("a mutant that breaks session start-up counts as a crash") {
   Harness h;
   h.behavior = [](int, bool, int) { return pass(); };
   auto inner = h.factory();
-  SessionFactory factory = [&](int m, const CheckProfile& p) {
+  SessionFactory factory = [&](int m, const CheckProfile& p, const Geometry& g) {
     if (m == 1) throw KernelFault("worker 1 died during workspace set-up");
-    return inner(m, p);
+    return inner(m, p, g);
   };
   auto report = run_selftest(make_plan(2, 0, {mutant(1, "boom")}), factory);
   CHECK(report.mutants[0].verdict == MutantVerdict::kDetected);
@@ -289,9 +291,9 @@ TEST_CASE("a harness error propagates instead of counting as a detection") {
   Harness h;
   h.behavior = [](int, bool, int) { return pass(); };
   auto inner = h.factory();
-  SessionFactory factory = [&](int m, const CheckProfile& p) {
+  SessionFactory factory = [&](int m, const CheckProfile& p, const Geometry& g) {
     if (m == 1) throw HarnessError("socket failed");
-    return inner(m, p);
+    return inner(m, p, g);
   };
   CHECK_THROWS_AS(run_selftest(make_plan(2, 0, {mutant(1, "a")}), factory), HarnessError);
 }
@@ -310,14 +312,58 @@ TEST_CASE("classify_failure names how a case failed") {
   CHECK(classify_failure(r) == DetectHow::kNan);
   r.ranks.clear();
   r.status = CaseStatus::kError;
-  r.message = "device trap on rank 2 (bounded spin gave up waiting on source 1)";
+  // Messages as the supervisor writes them: "<cause> | <wait board>".
+  r.message =
+      "rank 2 (group rank 0 of a DCP2 group): op failed: cudaErrorLaunchFailure: unspecified "
+      "launch failure; device was waiting for rank 3 (slot 0, parity 1, epoch 5; flag holds 3), "
+      "then trapped | rank 2 waits on rank 3";
   CHECK(classify_failure(r) == DetectHow::kTrap);
-  r.message = "deadline: rank 0 waits on rank 3";
+  r.message =
+      "hang: rank 0 made no progress for 7.0 s in case x (last op 2); per-call deadline "
+      "--timeout 5 s + 2 s grace | rank 0 waits on rank 1 (epoch 4)";
   CHECK(classify_failure(r) == DetectHow::kHang);
-  r.message = "worker 1 exited with signal 11";
+  r.message = "host model: rank 1 waiting on rank 0 for 5 s: spin bound expired | -";
+  CHECK(classify_failure(r) == DetectHow::kHang);
+  r.message = "rank 1 (pid 42) killed by signal 11 (SIGSEGV) during case x (last op 0) | -";
   CHECK(classify_failure(r) == DetectHow::kCrash);
-  r.message = "something odd";
+  // The wait board alone never makes a hang: only the cause counts.
+  RankCaseResult harness_rank;
+  harness_rank.error_kind = "harness";
+  r.ranks = {harness_rank};
+  r.message = "host backend cannot run case x | no rank was waiting on a flag";
+  CHECK(classify_failure(r) == DetectHow::kHarness);
+  r.ranks[0].error_kind = "kernel";
+  r.message = "something odd | rank 0 waiting on rank 1";
   CHECK(classify_failure(r) == DetectHow::kError);
+}
+
+TEST_CASE("cases of different geometries run in separate sessions") {
+  Harness h;
+  h.behavior = [](int m, bool, int i) { return m == 1 && i == 3 ? fail() : pass(); };
+  auto plan = make_plan(4, 0, {mutant(1, "a")});
+  Geometry other;
+  other.name = "other";
+  plan.cases[1].geometry = other;
+  plan.cases[3].geometry = other;
+  auto report = run_selftest(plan, h.factory());
+  CHECK(report.correct_passed);
+  CHECK(h.sessions == std::vector<std::string>{"m0", "m0:other", "m1", "m1:other"});
+  // Suite order within each geometry, geometries in order of first appearance.
+  CHECK(h.log == std::vector<std::string>{"m0 case0", "m0 case2", "m0 case1", "m0 case3",
+                                          "m1 case0", "m1 case2", "m1 case1", "m1 case3"});
+  CHECK(report.mutants[0].strict.first_case == "case3");
+  CHECK(report.mutants[0].strict.num_run == 4);
+}
+
+TEST_CASE("a mutant caught only by a harness error says so") {
+  Harness h;
+  h.behavior = [](int m, bool, int) {
+    return m == 1 ? FakeOutcome{CaseStatus::kError, "worker could not map a segment | -"} : pass();
+  };
+  auto report = run_selftest(make_plan(2, 0, {mutant(1, "a")}), h.factory());
+  CHECK(report.mutants[0].verdict == MutantVerdict::kDetected);
+  CHECK(report.mutants[0].strict.how == DetectHow::kHarness);
+  CHECK(report.mutants[0].note.find("only by a harness error") != std::string::npos);
 }
 
 TEST_CASE("select_mutants picks by name or id and rejects unknown names") {

@@ -14,7 +14,7 @@ fail() {
 }
 
 start=$SECONDS
-timeout 240 "$bin" selftest --backend host --world 2 --geometry tiny --suite smoke \
+timeout 240 "$bin" selftest --backend host --world 2 --geometry tiny --suite default \
   --json "$work/selftest.json" >"$work/out.txt" 2>&1
 rc=$?
 cat "$work/out.txt"
