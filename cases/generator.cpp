@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "generator.h"
@@ -219,28 +220,28 @@ SourceInputs generate_source_inputs(const Case& c, int group_idx, int op_idx, in
   const auto t_count = static_cast<size_t>(c.num_tokens);
   const auto out_stride = static_cast<size_t>(c.out_token_stride());
   const auto lse_stride = static_cast<size_t>(c.lse_token_stride());
+  const size_t ob = static_cast<size_t>(format_bytes(of)), lb = static_cast<size_t>(format_bytes(lf));
   SourceInputs in;
-  in.partial_output.resize(t_count * out_stride * static_cast<size_t>(format_bytes(of)));
-  in.partial_lse.resize(t_count * lse_stride * static_cast<size_t>(format_bytes(lf)));
-  // Padding holds NaN: a kernel that ignores a token stride reads it.
-  for (size_t i = 0; i < t_count * out_stride; ++i) {
-    write_bits(of, in.partial_output.data(), i, quiet_nan_bits(of));
-  }
-  for (size_t i = 0; i < t_count * lse_stride; ++i) {
-    write_bits(lf, in.partial_lse.data(), i, quiet_nan_bits(lf));
-  }
+  in.partial_output.resize(t_count * out_stride * ob);
+  in.partial_lse.resize(t_count * lse_stride * lb);
+  // Padding holds NaN: a kernel that ignores a token stride reads it. Rows are
+  // built once in little-endian bytes and copied (this runs per call per rank).
+  std::vector<uint8_t> out_row(out_stride * ob), lse_row(lse_stride * lb);
+  for (size_t i = 0; i < out_stride; ++i) write_bits(of, out_row.data(), i, quiet_nan_bits(of));
+  for (size_t i = 0; i < lse_stride; ++i) write_bits(lf, lse_row.data(), i, quiet_nan_bits(lf));
   std::vector<uint32_t> row(static_cast<size_t>(d_count));
   for (int t = 0; t < c.num_tokens; ++t) {
     for (int h = 0; h < h_total; ++h) {
-      write_bits(lf, in.partial_lse.data(), t * lse_stride + static_cast<size_t>(h),
-                 gen.lse_bits(src, t, h));
+      write_bits(lf, lse_row.data(), static_cast<size_t>(h), gen.lse_bits(src, t, h));
       gen.output_row_bits(src, t, h, row.data());
-      const size_t base = t * out_stride + static_cast<size_t>(h) * d_count;
+      uint8_t* dst = out_row.data() + static_cast<size_t>(h) * d_count * ob;
       for (int d = 0; d < d_count; ++d) {
-        write_bits(of, in.partial_output.data(), base + static_cast<size_t>(d),
-                   row[static_cast<size_t>(d)]);
+        const uint32_t b = row[static_cast<size_t>(d)];
+        for (size_t k = 0; k < ob; ++k) dst[d * ob + k] = static_cast<uint8_t>(b >> (8 * k));
       }
     }
+    std::memcpy(in.partial_output.data() + t * out_stride * ob, out_row.data(), out_row.size());
+    std::memcpy(in.partial_lse.data() + t * lse_stride * lb, lse_row.data(), lse_row.size());
   }
   return in;
 }

@@ -99,6 +99,15 @@ TEST_CASE("ulp_of") {
   CHECK(ulp_of(Format::kFp16, 1e-7) == 0x1p-24);
   CHECK(ulp_of(Format::kFp16, 1e9) == 0x1p5);  // top binade
   CHECK(ulp_of(Format::kBf16, 0.0) == 0x1p-133);
+  CHECK(ulp_of(Format::kFp32, 1e-300) == 0x1p-149);
+  CHECK(ulp_of(Format::kFp16, INFINITY) == 0x1p5);
+  CHECK(ulp_of(Format::kBf16, 3.0e38) == 0x1p120);
+  // Agrees with the definition on every finite fp16 value.
+  for (uint32_t b = 0; b < 0x7C00u; ++b) {
+    const double v = decode(Format::kFp16, b);
+    const double next = decode(Format::kFp16, b + 1);
+    REQUIRE(ulp_of(Format::kFp16, v) == (b == 0x7BFFu ? 0x1p5 : next - v));
+  }
 }
 
 TEST_CASE("little-endian element access") {
