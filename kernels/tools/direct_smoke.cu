@@ -273,6 +273,9 @@ long run_config(const Config& c, int calls, bool graphs, int mutant) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Every rank's stream needs its own hardware queue: a rank's spinning
+  // combine must never sit in front of another rank's dispatch.
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 1);
   int mutant = 0;
   if (argc == 3 && std::string(argv[1]) == "--mutant") mutant = std::atoi(argv[2]);
   const ElemType kF16 = ElemType::kFp16, kB16 = ElemType::kBf16, kF32 = ElemType::kFp32;
