@@ -1,10 +1,10 @@
 #include "case.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "geometry.h"
 
@@ -152,69 +152,64 @@ std::string validate(const Case& c) {
   if (c.out_pad_elems % 8 != 0) {
     return fmt::format("output pad {} must be a multiple of 8 elements", c.out_pad_elems);
   }
-  if (c.num_slots < 1 || c.num_slots > 2) return fmt::format("ub{} must be ub1 or ub2", c.num_slots);
+  if (c.num_slots < 1 || c.num_slots > 2)
+    return fmt::format("ub{} must be ub1 or ub2", c.num_slots);
   if (c.num_calls < 1) return "the mode's call count must be >= 1";
   if (c.num_layers < 1) return "layer count must be >= 1";
   return "";
 }
 
-std::optional<Case> parse_tokens(Tokens& t, std::string* err) {
-  Case c;
-  auto fail = [&](std::string msg) -> std::optional<Case> {
-    *err = std::move(msg);
-    return std::nullopt;
-  };
-  if (auto v = prefixed_uint(t.peek(), "dcp")) {
-    c.dcp_size = *v;
-    t.next();
-  } else {
-    return fail(bad(t.peek(), "dcp<size>"));
-  }
+// Each parse step consumes its tokens into `c`, or returns the error line.
+using Step = std::string (*)(Tokens&, Case&);
+
+std::string parse_group_and_geometry(Tokens& t, Case& c) {
+  const auto w = prefixed_uint(t.peek(), "dcp");
+  if (!w) return bad(t.peek(), "dcp<size>");
+  c.dcp_size = *w;
+  t.next();
   // Preset names may contain '-': try the longest first.
   std::vector<Geometry> presets = geometry_presets();
   std::sort(presets.begin(), presets.end(),
             [](const Geometry& a, const Geometry& b) { return a.name.size() > b.name.size(); });
-  bool found = false;
   for (const Geometry& g : presets) {
     if (t.matches(g.name)) {
       c.geometry = g;
-      t.next(t.count(g.name));
-      found = true;
-      break;
+      t.next(Tokens::count(g.name));
+      return "";
     }
   }
-  if (!found) {
-    const auto g = parse_custom_geometry(t.peek());
-    if (!g) return fail(bad(t.peek(), "a geometry preset or h<H>d<D>m<maxT>[p<storage>]"));
-    c.geometry = *g;
-    t.next();
-  }
-  if (auto v = lookup(t.peek(), kOutDTypes)) {
-    c.out_dtype = *v;
-    t.next();
-  } else {
-    return fail(bad(t.peek(), choices(kOutDTypes, "")));
-  }
+  const auto g = parse_custom_geometry(t.peek());
+  if (!g) return bad(t.peek(), "a geometry preset or h<H>d<D>m<maxT>[p<storage>]");
+  c.geometry = *g;
+  t.next();
+  return "";
+}
+
+std::string parse_dtypes(Tokens& t, Case& c) {
+  const auto out = lookup(t.peek(), kOutDTypes);
+  if (!out) return bad(t.peek(), choices(kOutDTypes, ""));
+  c.out_dtype = *out;
+  t.next();
   const std::string_view lse_tok = t.peek();
-  if (auto v = lse_tok.starts_with("lse") ? lookup(lse_tok.substr(3), kLseDTypes) : std::nullopt) {
-    c.lse_dtype = *v;
-    t.next();
-  } else {
-    return fail(bad(lse_tok, choices(kLseDTypes, "lse")));
-  }
+  const auto lse =
+      lse_tok.starts_with("lse") ? lookup(lse_tok.substr(3), kLseDTypes) : std::nullopt;
+  if (!lse) return bad(lse_tok, choices(kLseDTypes, "lse"));
+  c.lse_dtype = *lse;
+  t.next();
   const std::string_view base_tok = t.peek();
-  if (auto v = base_tok.starts_with("base") ? lookup(base_tok.substr(4), kBases) : std::nullopt) {
-    c.lse_base = *v;
-    t.next();
-  } else {
-    return fail(bad(base_tok, "basee|base2"));
-  }
-  if (auto v = prefixed_uint(t.peek(), "t")) {
-    c.num_tokens = *v;
-    t.next();
-  } else {
-    return fail(bad(t.peek(), "t<tokens>"));
-  }
+  const auto base =
+      base_tok.starts_with("base") ? lookup(base_tok.substr(4), kBases) : std::nullopt;
+  if (!base) return bad(base_tok, "basee|base2");
+  c.lse_base = *base;
+  t.next();
+  return "";
+}
+
+std::string parse_shape(Tokens& t, Case& c) {
+  const auto tokens = prefixed_uint(t.peek(), "t");
+  if (!tokens) return bad(t.peek(), "t<tokens>");
+  c.num_tokens = *tokens;
+  t.next();
   if (t.peek() == "contig") {
     t.next();
   } else {
@@ -224,31 +219,31 @@ std::optional<Case> parse_tokens(Tokens& t, std::string* err) {
                        ? parse_uint(pad.substr(3, x - 3))
                        : std::nullopt;
     const auto l = o ? parse_uint(pad.substr(x + 1)) : std::nullopt;
-    if (!o || !l || (*o == 0 && *l == 0)) return fail(bad(pad, "contig|pad<out>x<lse>"));
+    if (!o || !l || (*o == 0 && *l == 0)) return bad(pad, "contig|pad<out>x<lse>");
     c.out_pad_elems = *o;
     c.lse_pad_elems = *l;
     t.next();
   }
   const std::string_view empty_tok = t.peek();
-  if (auto v = empty_tok.starts_with("empty") ? lookup(empty_tok.substr(5), kEmpties)
-                                              : std::nullopt) {
-    c.empty = *v;
-    t.next();
-  } else {
-    return fail(bad(empty_tok, choices(kEmpties, "empty")));
-  }
+  const auto empty =
+      empty_tok.starts_with("empty") ? lookup(empty_tok.substr(5), kEmpties) : std::nullopt;
+  if (!empty) return bad(empty_tok, choices(kEmpties, "empty"));
+  c.empty = *empty;
+  t.next();
   if (t.peek().starts_with("special")) {
     const auto v = lookup(t.peek().substr(7), kSpecials);
-    if (!v || *v == SpecialLse::kNone) return fail(bad(t.peek(), choices(kSpecials, "special")));
+    if (!v || *v == SpecialLse::kNone) return bad(t.peek(), choices(kSpecials, "special"));
     c.special = *v;
     t.next();
   }
-  if (auto v = prefixed_uint(t.peek(), "ub")) {
-    c.num_slots = *v;
-    t.next();
-  } else {
-    return fail(bad(t.peek(), "ub<slots>"));
-  }
+  return "";
+}
+
+std::string parse_execution(Tokens& t, Case& c) {
+  const auto slots = prefixed_uint(t.peek(), "ub");
+  if (!slots) return bad(t.peek(), "ub<slots>");
+  c.num_slots = *slots;
+  t.next();
   bool mode_ok = false;
   for (ExecMode m : kModes) {
     if (auto v = prefixed_uint(t.peek(), to_string(m))) {
@@ -259,7 +254,7 @@ std::optional<Case> parse_tokens(Tokens& t, std::string* err) {
       break;
     }
   }
-  if (!mode_ok) return fail(bad(t.peek(), "eager<N>|graph<N>|pipe<N>|mix<N>"));
+  if (!mode_ok) return bad(t.peek(), "eager<N>|graph<N>|pipe<N>|mix<N>");
   if (auto v = prefixed_uint(t.peek(), "l")) {
     c.num_layers = *v;
     t.next();
@@ -270,16 +265,25 @@ std::optional<Case> parse_tokens(Tokens& t, std::string* err) {
   }
   if (t.peek().starts_with("ep")) {
     const auto v = parse_hex(t.peek().substr(2));
-    if (!v || *v > 0xFFFFFFFFu) return fail(bad(t.peek(), "ep<32-bit hex epoch>"));
+    if (!v || *v > 0xFFFFFFFFu) return bad(t.peek(), "ep<32-bit hex epoch>");
     c.epoch_start = static_cast<uint32_t>(*v);
     t.next();
   }
   const std::string_view seed_tok = t.peek();
   const auto seed = seed_tok.starts_with("s") ? parse_hex(seed_tok.substr(1)) : std::nullopt;
-  if (!seed) return fail(bad(seed_tok, "[-l<layers>][-skew][-ep<hex>]-s<hex seed>"));
+  if (!seed) return bad(seed_tok, "[-l<layers>][-skew][-ep<hex>]-s<hex seed>");
   c.seed = *seed;
   t.next();
-  if (!t.done()) return fail(bad(t.peek(), "nothing after the seed"));
+  if (!t.done()) return bad(t.peek(), "nothing after the seed");
+  return "";
+}
+
+std::optional<Case> parse_tokens(Tokens& t, std::string* err) {
+  Case c;
+  for (Step step : {parse_group_and_geometry, parse_dtypes, parse_shape, parse_execution}) {
+    *err = step(t, c);
+    if (!err->empty()) return std::nullopt;
+  }
   return c;
 }
 

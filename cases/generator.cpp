@@ -2,13 +2,14 @@
 // source, tensor, element index): keys are derived once per op and source, and
 // each element costs one SplitMix64 step plus a float rounding, so the
 // reference can regenerate W sources x T x H x D values per call cheaply.
+#include "generator.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "generator.h"
 #include "mix.h"
 
 namespace dcp {
@@ -144,7 +145,7 @@ double OpGenerator::lse_double(int src, int token, int head) const {
       return (r & 3) == 0 ? kNan : 20 + 20 * unit_double(r);
     }
     case RowKind::kPlanted:
-      return c_.special == SpecialLse::kNan ? kNan
+      return c_.special == SpecialLse::kNan      ? kNan
              : c_.special == SpecialLse::kPosInf ? kInf
                                                  : -kInf;
     case RowKind::kNormal:
@@ -220,7 +221,8 @@ SourceInputs generate_source_inputs(const Case& c, int group_idx, int op_idx, in
   const auto t_count = static_cast<size_t>(c.num_tokens);
   const auto out_stride = static_cast<size_t>(c.out_token_stride());
   const auto lse_stride = static_cast<size_t>(c.lse_token_stride());
-  const size_t ob = static_cast<size_t>(format_bytes(of)), lb = static_cast<size_t>(format_bytes(lf));
+  const size_t ob = static_cast<size_t>(format_bytes(of)),
+               lb = static_cast<size_t>(format_bytes(lf));
   SourceInputs in;
   in.partial_output.resize(t_count * out_stride * ob);
   in.partial_lse.resize(t_count * lse_stride * lb);
@@ -254,8 +256,7 @@ double generated_output_value(const Case& c, int group_idx, int op_idx, int src,
   return row[static_cast<size_t>(dim)];
 }
 
-double generated_lse_value(const Case& c, int group_idx, int op_idx, int src, int token,
-                           int head) {
+double generated_lse_value(const Case& c, int group_idx, int op_idx, int src, int token, int head) {
   return OpGenerator(c, group_idx, op_idx).lse_value(src, token, head);
 }
 

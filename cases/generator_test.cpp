@@ -50,19 +50,19 @@ void check_addressable(const Case& c, int group, int op) {
         REQUIRE(same_value(stored_lse, gen.lse_value(src, t, h)));
         gen.output_row(src, t, h, row.data());
         for (int d = 0; d < d_count; ++d) {
-          const double stored = read_value(
-              of, in.partial_output.data(),
-              static_cast<size_t>(t * c.out_token_stride() + h * d_count + d));
+          const double stored =
+              read_value(of, in.partial_output.data(),
+                         static_cast<size_t>(t * c.out_token_stride() + h * d_count + d));
           REQUIRE(same_value(stored, row[static_cast<size_t>(d)]));
         }
       }
       for (int p = wh * d_count; p < c.out_token_stride(); ++p) {
-        REQUIRE(std::isnan(read_value(
-            of, in.partial_output.data(), static_cast<size_t>(t * c.out_token_stride() + p))));
+        REQUIRE(std::isnan(read_value(of, in.partial_output.data(),
+                                      static_cast<size_t>(t * c.out_token_stride() + p))));
       }
       for (int p = wh; p < c.lse_token_stride(); ++p) {
-        REQUIRE(std::isnan(
-            read_value(lf, in.partial_lse.data(), static_cast<size_t>(t * c.lse_token_stride() + p))));
+        REQUIRE(std::isnan(read_value(lf, in.partial_lse.data(),
+                                      static_cast<size_t>(t * c.lse_token_stride() + p))));
       }
     }
     // The single-value functions agree with the bulk ones.
@@ -79,8 +79,8 @@ void check_addressable(const Case& c, int group, int op) {
 TEST_CASE("element-addressable and deterministic for every pattern and dtype") {
   for (auto e : {EmptyPattern::kNone, EmptyPattern::kOne, EmptyPattern::kAll, EmptyPattern::kRandom,
                  EmptyPattern::kSpec}) {
-    for (auto s : {SpecialLse::kNone, SpecialLse::kEqual, SpecialLse::kHugeGap,
-                   SpecialLse::kPosInf, SpecialLse::kNegInf, SpecialLse::kNan}) {
+    for (auto s : {SpecialLse::kNone, SpecialLse::kEqual, SpecialLse::kHugeGap, SpecialLse::kPosInf,
+                   SpecialLse::kNegInf, SpecialLse::kNan}) {
       CAPTURE(static_cast<int>(e));
       CAPTURE(static_cast<int>(s));
       const Case c = small_case(e, s, DType::kFp16, DType::kFp32);
@@ -228,7 +228,8 @@ TEST_CASE("regeneration is fast enough for the reference") {
       }
     }
   }
-  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
   const double per_value = ns / (4.0 * 128 * 16 * 512);
   MESSAGE("generator: " << per_value << " ns per value");
   CHECK(std::isfinite(sink));

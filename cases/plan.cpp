@@ -19,7 +19,8 @@ std::vector<int> plan_slots(const Case& c) {
   Rng rng(hash_all(c.seed, kTagSlots));
   for (int& s : slots) s = rng.below(2);
   // Both slots must appear whenever there are two calls to put them in.
-  if (c.num_calls >= 2 && std::all_of(slots.begin(), slots.end(), [&](int s) { return s == slots[0]; })) {
+  if (c.num_calls >= 2 &&
+      std::all_of(slots.begin(), slots.end(), [&](int s) { return s == slots[0]; })) {
     slots[static_cast<size_t>(rng.below(c.num_calls))] ^= 1;
   }
   return slots;
@@ -66,8 +67,9 @@ std::vector<PlannedBatch> plan_case(const Case& c, int group_rank) {
   const std::vector<int> slots = plan_slots(c);
   // Skew: some ranks (at least one, from the seed) sleep 0-200 us before each
   // op; the others start at once, so arrivals are staggered.
-  const bool skewed = c.skew && (group_rank == Rng(hash_all(c.seed, kTagSkewRanks)).below(c.dcp_size) ||
-                                 (hash_all(c.seed, kTagSkewRanks, group_rank) & 1));
+  const bool skewed =
+      c.skew && (group_rank == Rng(hash_all(c.seed, kTagSkewRanks)).below(c.dcp_size) ||
+                 (hash_all(c.seed, kTagSkewRanks, group_rank) & 1));
   auto call_ops = [&](int call, PlannedBatch& batch) {
     for (int layer = 0; layer < c.num_layers; ++layer) {
       PlannedCall pc;

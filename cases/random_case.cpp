@@ -1,8 +1,8 @@
 #include "random_case.h"
 
-#include <stdexcept>
-
 #include <fmt/format.h>
+
+#include <stdexcept>
 
 #include "geometry.h"
 #include "mix.h"

@@ -3,11 +3,11 @@
 // secondary axes cycled over its rows, plus the upstream test's own cases.
 #include "suites.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "geometry.h"
 #include "mix.h"
@@ -18,8 +18,23 @@ namespace {
 // Main axes first; the secondary ones (special values, skew, layers, epoch
 // near wrap) join the covering array of `default` too, so e.g. an epoch wrap
 // meets every mode and slot count.
-enum Axis { kAxDcp, kAxOut, kAxLse, kAxBase, kAxTokens, kAxStride, kAxEmpty, kAxMode, kAxSlots,
-            kNumMainAxes, kAxSpecial = kNumMainAxes, kAxSkew, kAxLayers, kAxEpoch, kNumAxes };
+enum Axis {
+  kAxDcp,
+  kAxOut,
+  kAxLse,
+  kAxBase,
+  kAxTokens,
+  kAxStride,
+  kAxEmpty,
+  kAxMode,
+  kAxSlots,
+  kNumMainAxes,
+  kAxSpecial = kNumMainAxes,
+  kAxSkew,
+  kAxLayers,
+  kAxEpoch,
+  kNumAxes
+};
 enum class Stride { kContig, kPadOut, kPadLse, kPadBoth };
 
 constexpr DType kOut[] = {DType::kFp16, DType::kBf16};
@@ -42,8 +57,15 @@ struct Axes {
   std::vector<int> token_counts;
   // Values per axis, in Axis order; `with_secondary` adds the secondary axes.
   std::vector<int> sizes(bool with_secondary) const {
-    std::vector<int> s = {static_cast<int>(dcp_sizes.size()), 2, 3, 2,
-                          static_cast<int>(token_counts.size()), 4, 5, 4, 2};
+    std::vector<int> s = {static_cast<int>(dcp_sizes.size()),
+                          2,
+                          3,
+                          2,
+                          static_cast<int>(token_counts.size()),
+                          4,
+                          5,
+                          4,
+                          2};
     if (with_secondary) s.insert(s.end(), {6, 2, 2, 2});
     return s;
   }

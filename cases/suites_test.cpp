@@ -25,14 +25,10 @@ std::string stride_class(const Case& c) {
 
 std::map<std::string, std::string> main_axes(const Case& c) {
   return {
-      {"dcp", std::to_string(c.dcp_size)},
-      {"out", std::string(to_string(c.out_dtype))},
-      {"lse", std::string(to_string(c.lse_dtype))},
-      {"base", std::string(to_string(c.lse_base))},
-      {"tokens", std::to_string(c.num_tokens)},
-      {"stride", stride_class(c)},
-      {"empty", std::string(to_string(c.empty))},
-      {"mode", std::string(to_string(c.mode))},
+      {"dcp", std::to_string(c.dcp_size)},          {"out", std::string(to_string(c.out_dtype))},
+      {"lse", std::string(to_string(c.lse_dtype))}, {"base", std::string(to_string(c.lse_base))},
+      {"tokens", std::to_string(c.num_tokens)},     {"stride", stride_class(c)},
+      {"empty", std::string(to_string(c.empty))},   {"mode", std::string(to_string(c.mode))},
       {"slots", std::to_string(c.num_slots)},
   };
 }
@@ -105,9 +101,9 @@ std::string missing_secondary(const std::vector<Case>& cases) {
       CHECK(wraps);
     }
   }
-  for (const char* v : {"special=none", "special=equal", "special=hugegap", "special=posinf",
-                        "special=neginf", "special=nan", "skew", "noskew", "layers", "onelayer",
-                        "epochwrap"}) {
+  for (const char* v :
+       {"special=none", "special=equal", "special=hugegap", "special=posinf", "special=neginf",
+        "special=nan", "skew", "noskew", "layers", "onelayer", "epochwrap"}) {
     if (!seen.count(v)) return v;
   }
   return "";
@@ -199,8 +195,8 @@ TEST_CASE("upstream cases are all in default, as specified") {
           CHECK(u.lse_token_stride() == 128);
         }
       }
-      for (const char* s : {"1cnone", "17cnone", "5pnone", "128pnone", "1cone", "17cone",
-                            "5pone", "128pone"}) {
+      for (const char* s :
+           {"1cnone", "17cnone", "5pnone", "128pnone", "1cone", "17cone", "5pone", "128pone"}) {
         bool found = false;
         for (const auto& x : shapes) found |= x.starts_with(s);
         CHECK_MESSAGE(found, s);

@@ -80,9 +80,8 @@ void combine_row_fp32(std::span<const SourceLse> sources, LogBase base,
   std::vector<float> l2(n);
   float m = -std::numeric_limits<float>::infinity();
   for (size_t s = 0; s < n; ++s) {
-    const double e = effective_l2({static_cast<double>(static_cast<float>(sources[s].lse)),
-                                   sources[s].masked},
-                                  LogBase::k2);
+    const double e = effective_l2(
+        {static_cast<double>(static_cast<float>(sources[s].lse)), sources[s].masked}, LogBase::k2);
     const float lse = static_cast<float>(e);
     l2[s] = base == LogBase::kE ? lse * std::numbers::log2e_v<float> : lse;
     m = std::max(m, l2[s]);

@@ -100,7 +100,9 @@ float fp16_bits_to_float(uint16_t h) {
   return std::bit_cast<float>(sign | (exp + 112u) << 23 | mant << 13);
 }
 
-float bf16_bits_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+float bf16_bits_to_float(uint16_t b) {
+  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
 
 uint16_t float_to_fp16_bits(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
@@ -108,7 +110,7 @@ uint16_t float_to_fp16_bits(float f) {
   const uint32_t ax = x & 0x7FFFFFFFu;
   if (ax > 0x7F800000u) return sign | 0x7E00u | ((ax >> 13) & 0x3FFu);  // NaN stays quiet NaN
   if (ax >= 0x477FF000u) return sign | 0x7C00u;  // >= 65520: ties to even round up to inf
-  if (ax < 0x38800000u) {                         // below 2^-14: subnormal or zero
+  if (ax < 0x38800000u) {                        // below 2^-14: subnormal or zero
     // v * 2^24 is exact and < 1024; a result of 1024 is the smallest normal.
     const float scaled = std::bit_cast<float>(ax) * 0x1p24f;
     return sign | static_cast<uint16_t>(std::nearbyint(scaled));

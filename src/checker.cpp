@@ -28,12 +28,12 @@
 // reference and |got - want| <= 3e-2 + 3e-2 |want| (NaN fails too).
 #include "checker.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "combine_reference.h"
 #include "errors.h"
@@ -112,7 +112,8 @@ std::string likely_source(const Case& c, const OpGenerator& gen, int token, int 
   };
   std::vector<Candidate> cands;
   for (int s = 0; s < w; ++s) {
-    cands.push_back({xs[static_cast<size_t>(s)], fmt::format("source {}'s partial, unweighted", s)});
+    cands.push_back(
+        {xs[static_cast<size_t>(s)], fmt::format("source {}'s partial, unweighted", s)});
   }
   for (int s = 0; s < w && w > 1; ++s) {
     const double rest = 1 - r.weights.weight[static_cast<size_t>(s)];

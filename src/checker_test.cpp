@@ -48,8 +48,8 @@ std::vector<uint8_t> fp32_kernel(const Case& c, int group_idx, int group_rank, i
         if (ws == 0) continue;
         gen.output_row(s, t, head, x.data());
         for (int d = 0; d < dc; ++d) {
-          acc[static_cast<size_t>(d)] =
-              std::fma(ws, static_cast<float>(x[static_cast<size_t>(d)]), acc[static_cast<size_t>(d)]);
+          acc[static_cast<size_t>(d)] = std::fma(ws, static_cast<float>(x[static_cast<size_t>(d)]),
+                                                 acc[static_cast<size_t>(d)]);
         }
       }
       for (int d = 0; d < dc; ++d) {
@@ -94,7 +94,8 @@ TEST_CASE("a correct fp32 kernel passes every pattern, special value, dtype and 
             for (auto base : {LseBase::kE, LseBase::k2}) {
               const Case c = make(w, out, lse, base, e, sp);
               for (int gr = 0; gr < w; gr += w - 1) {
-                const CallCheck r = check_call_output(c, 1, gr, gr + 4, 3, fp32_kernel(c, 1, gr, 3));
+                const CallCheck r =
+                    check_call_output(c, 1, gr, gr + 4, 3, fp32_kernel(c, 1, gr, 3));
                 CAPTURE(format_case_id(c));
                 CHECK(r.num_mismatches == 0);
                 if (!r.first_mismatches.empty()) {
@@ -169,8 +170,8 @@ TEST_CASE("the bound is >= 10x tighter than rtol = atol = 3e-2 for typical value
 }
 
 TEST_CASE("NaN never passes; poison is named") {
-  const Case c = make(2, DType::kBf16, DType::kFp16, LseBase::kE, EmptyPattern::kNone,
-                      SpecialLse::kNone);
+  const Case c =
+      make(2, DType::kBf16, DType::kFp16, LseBase::kE, EmptyPattern::kNone, SpecialLse::kNone);
   const Format f = format_of(c.out_dtype);
   auto got = fp32_kernel(c, 0, 0, 0);
   write_bits(f, got.data(), elem(c, 0, 0, 0), quiet_nan_bits(f));
@@ -192,8 +193,8 @@ TEST_CASE("NaN never passes; poison is named") {
 }
 
 TEST_CASE("likely source: an unweighted partial, a dropped source") {
-  const Case c = make(4, DType::kFp16, DType::kFp32, LseBase::k2, EmptyPattern::kNone,
-                      SpecialLse::kNone);
+  const Case c =
+      make(4, DType::kFp16, DType::kFp32, LseBase::k2, EmptyPattern::kNone, SpecialLse::kNone);
   const Format f = format_of(c.out_dtype);
   const OpGenerator gen(c, 0, 0);
   const int gr = 2, h = 1, d = 9;
@@ -231,8 +232,8 @@ TEST_CASE("likely source: an unweighted partial, a dropped source") {
 }
 
 TEST_CASE("all-masked rows must be exactly zero") {
-  const Case c = make(4, DType::kBf16, DType::kFp32, LseBase::kE, EmptyPattern::kAll,
-                      SpecialLse::kNone);
+  const Case c =
+      make(4, DType::kBf16, DType::kFp32, LseBase::kE, EmptyPattern::kAll, SpecialLse::kNone);
   const Format f = format_of(c.out_dtype);
   const OpGenerator gen(c, 0, 0);
   int token = -1;
@@ -254,8 +255,8 @@ TEST_CASE("all-masked rows must be exactly zero") {
 }
 
 TEST_CASE("a wrong-sized output is a harness error") {
-  const Case c = make(2, DType::kBf16, DType::kFp32, LseBase::kE, EmptyPattern::kNone,
-                      SpecialLse::kNone);
+  const Case c =
+      make(2, DType::kBf16, DType::kFp32, LseBase::kE, EmptyPattern::kNone, SpecialLse::kNone);
   std::vector<uint8_t> got(10);
   CHECK_THROWS_AS(check_call_output(c, 0, 0, 0, 0, got), HarnessError);
 }
