@@ -80,10 +80,10 @@ DCP_HD uint16_t float_to_fp16(float f) {
   const uint32_t x = float_bits(f);
   const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
   const uint32_t a = x & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return sign | 0x7E00u;     // NaN stays NaN (quiet)
-  if (a >= 0x477FF000u) return sign | 0x7C00u;    // >= 65520 rounds to inf
+  if (a > 0x7F800000u) return sign | 0x7E00u;   // NaN stays NaN (quiet)
+  if (a >= 0x477FF000u) return sign | 0x7C00u;  // >= 65520 rounds to inf
   const uint32_t e = a >> 23;
-  if (e < 102) return sign;                       // < 2^-25 (or exactly it: tie to even 0)
+  if (e < 102) return sign;  // < 2^-25 (or exactly it: tie to even 0)
   uint32_t man = (a & 0x7FFFFFu) | 0x800000u;
   uint32_t shift = 13;
   uint32_t base = 0;

@@ -133,19 +133,19 @@ __global__ void __launch_bounds__(256) direct_dispatch_kernel(const DirectA2APar
     bool masked = math::token_masked(p.seq_lens, p.query_start_loc, p.num_seqs, t);
     if (mutant == kMutantEmptyNotMasked) masked = false;
     if (!masked || mutant == kMutantMaskedRowsRead) {
-      const uint4* src = reinterpret_cast<const uint4*>(
-          static_cast<const uint16_t*>(p.partial_output) + t * out_stride + int64_t{head_begin} * D);
-      uint4* dst = reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.out_recv[d]) +
-                                            (dst_row0 + t) * H * D);
+      const uint4* src =
+          reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.partial_output) +
+                                         t * out_stride + int64_t{head_begin} * D);
+      uint4* dst =
+          reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.out_recv[d]) + (dst_row0 + t) * H * D);
       for (int i = threadIdx.x; i < vecs_per_row; i += blockDim.x) dst[i] = __ldg(src + i);
     }
     float* lse_dst = p.lse_recv[d] + (dst_row0 + t) * H;
     for (int h = threadIdx.x; h < H; h += blockDim.x) {
       lse_dst[h] = masked ? math::neg_inf()
-                          : device::load_lse_base2<kLse>(p.partial_lse,
-                                                         t * lse_stride + head_begin + h,
-                                                         p.lse_base_e != 0,
-                                                         mutant == kMutantNoBaseConversion);
+                          : device::load_lse_base2<kLse>(
+                                p.partial_lse, t * lse_stride + head_begin + h, p.lse_base_e != 0,
+                                mutant == kMutantNoBaseConversion);
     }
   }
 
@@ -172,9 +172,9 @@ __global__ void __launch_bounds__(256) direct_dispatch_kernel(const DirectA2APar
 
 // Takes scalars, not the params: passing the params struct by reference to a
 // non-inlined function would copy it to local memory in every thread.
-__device__ __noinline__ void report_and_trap(WaitStatus* status, uint32_t* trap_reported,
-                                             int rank, int source, int source_rank, int slot,
-                                             uint32_t parity, uint32_t epoch, uint32_t flag) {
+__device__ __noinline__ void report_and_trap(WaitStatus* status, uint32_t* trap_reported, int rank,
+                                             int source, int source_rank, int slot, uint32_t parity,
+                                             uint32_t epoch, uint32_t flag) {
   if (status != nullptr) {
     status->wait_source = source;
     status->wait_slot = slot;
@@ -186,9 +186,10 @@ __device__ __noinline__ void report_and_trap(WaitStatus* status, uint32_t* trap_
     __threadfence_system();
   }
   if (atomicExch(trap_reported, 1u) == 0u) {
-    printf("dcp-check: rank %d waits for rank %d (slot %d, parity %u, epoch %u; flag holds %u) "
-           "-- trapping\n",
-           rank, source_rank, slot, parity, epoch, flag);
+    printf(
+        "dcp-check: rank %d waits for rank %d (slot %d, parity %u, epoch %u; flag holds %u) "
+        "-- trapping\n",
+        rank, source_rank, slot, parity, epoch, flag);
   }
   __trap();
 }
@@ -316,8 +317,8 @@ cudaError_t launch_impl(const DirectA2AParams& p, cudaStream_t stream) {
   }
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
   const int rows = p.num_tokens * p.heads_per_rank;
-  const int combine_blocks = std::min(kMaxCombineBlocks,
-                                      (rows + kWarpsPerCombineBlock - 1) / kWarpsPerCombineBlock);
+  const int combine_blocks =
+      std::min(kMaxCombineBlocks, (rows + kWarpsPerCombineBlock - 1) / kWarpsPerCombineBlock);
   switch (p.out_dtype) {
     case ElemType::kFp16:
       direct_combine_kernel<ElemType::kFp16, kWithMutants>
@@ -422,8 +423,7 @@ cudaError_t launch_delay(uint32_t ns, cudaStream_t stream) {
 }
 
 cudaError_t reset_direct_workspace(void* local_workspace, const DirectWorkspaceLayout& layout,
-                                   DirectSlotState* states, uint32_t epoch,
-                                   cudaStream_t stream) {
+                                   DirectSlotState* states, uint32_t epoch, cudaStream_t stream) {
   if (local_workspace == nullptr || states == nullptr || layout.num_slots < 1 ||
       layout.num_slots > kMaxSlots) {
     return cudaErrorInvalidValue;

@@ -7,11 +7,11 @@
 // ever needs all of its blocks co-resident.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
-
-#include <cuda_runtime_api.h>
 
 #include "combine_math.h"
 #include "wait_status.h"
@@ -22,11 +22,11 @@ namespace dcp {
 // Invariant between calls: every counter is 0 (the last arriving block resets
 // it), `epoch` is the epoch of the last call on this slot.
 struct DirectSlotState {
-  uint32_t epoch;                             // 0 at creation; +1 per call
-  uint32_t dest_arrivals[kMaxDcpSize];        // dispatch blocks done per destination
-  uint32_t dests_signalled;                   // destinations signalled this call
-  uint32_t combine_arrivals;                  // combine blocks done this call
-  uint32_t trap_reported;                     // 1 once a block printed the trap line
+  uint32_t epoch;                       // 0 at creation; +1 per call
+  uint32_t dest_arrivals[kMaxDcpSize];  // dispatch blocks done per destination
+  uint32_t dests_signalled;             // destinations signalled this call
+  uint32_t combine_arrivals;            // combine blocks done this call
+  uint32_t trap_reported;               // 1 once a block printed the trap line
   uint32_t reserved[4];
 };
 
@@ -43,7 +43,7 @@ struct DirectWorkspaceLayout {
   int head_dim = 0;
   int num_slots = kMaxSlots;
 
-  size_t out_region_bytes() const;   // one slot, both parities, every source
+  size_t out_region_bytes() const;  // one slot, both parities, every source
   size_t lse_region_bytes() const;
   size_t flag_region_bytes() const;
   size_t slot_bytes() const;
@@ -66,19 +66,19 @@ struct DirectA2AParams {
   ElemType lse_dtype;        // kFp32, kFp16 or kBf16
   uint8_t lse_base_e;        // 1: natural log, 0: base 2
   uint8_t pad0;
-  int32_t num_tokens;        // T, 1 <= T <= max_tokens
-  int32_t dcp_size;          // W <= kMaxDcpSize
-  int32_t heads_per_rank;    // H
-  int32_t head_dim;          // D, multiple of 8
-  int32_t max_tokens;        // workspace capacity
-  int32_t group_rank;        // r
-  int32_t slot;              // ubatch slot, < kMaxSlots
+  int32_t num_tokens;            // T, 1 <= T <= max_tokens
+  int32_t dcp_size;              // W <= kMaxDcpSize
+  int32_t heads_per_rank;        // H
+  int32_t head_dim;              // D, multiple of 8
+  int32_t max_tokens;            // workspace capacity
+  int32_t group_rank;            // r
+  int32_t slot;                  // ubatch slot, < kMaxSlots
   int32_t members[kMaxDcpSize];  // global rank of each group rank (messages only)
   // Optional masking of empty KV shards (both null: nothing masked).
   const int32_t* seq_lens;         // [num_seqs]
   const int32_t* query_start_loc;  // [num_seqs + 1]
   int32_t num_seqs;
-  int32_t mutant;                  // 0; honoured only by launch_direct_a2a_mutant
+  int32_t mutant;  // 0; honoured only by launch_direct_a2a_mutant
   // The slot's receive regions in every group rank's workspace, as mapped into
   // this process (index = group rank; [group_rank] is this rank's own).
   void* out_recv[kMaxDcpSize];
@@ -112,7 +112,6 @@ cudaError_t launch_delay(uint32_t ns, cudaStream_t stream);
 // local base pointer). The caller guarantees quiescence (group barriers around
 // it) and synchronises the stream before the next call on any rank.
 cudaError_t reset_direct_workspace(void* local_workspace, const DirectWorkspaceLayout& layout,
-                                   DirectSlotState* states, uint32_t epoch,
-                                   cudaStream_t stream);
+                                   DirectSlotState* states, uint32_t epoch, cudaStream_t stream);
 
 }  // namespace dcp

@@ -34,7 +34,7 @@ struct GpuMutantInfo {
   std::string_view name;
   std::string_view kind;  // protocol, memory-ordering, indexing, masking, arithmetic, sizing
   std::string_view description;
-  bool catchable_on_shared_gpu;       // false: ranks sharing one GPU cannot expose it
+  bool catchable_on_shared_gpu;         // false: ranks sharing one GPU cannot expose it
   std::string_view uncatchable_reason;  // why, when the flag is false
 };
 
@@ -64,8 +64,7 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "ranks sharing one GPU write through the same L2 (the point of coherence), so the "
      "reordering cannot become visible; it needs ranks on distinct GPUs over NVLink"},
     {kMutantIgnoreOutStride, "ignore-out-stride", "indexing",
-     "partial_output rows are addressed with W*H*D instead of the padded token stride",
-     true, ""},
+     "partial_output rows are addressed with W*H*D instead of the padded token stride", true, ""},
     {kMutantIgnoreLseStride, "ignore-lse-stride", "indexing",
      "partial_lse rows are addressed with W*H instead of the padded token stride", true, ""},
     {kMutantLastRankHeadOffByOne, "last-rank-head-off-by-one", "indexing",

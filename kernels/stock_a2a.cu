@@ -28,9 +28,9 @@ __global__ void __launch_bounds__(256) stock_pack_kernel(const StockPackParams p
     const bool masked = math::token_masked(p.seq_lens, p.query_start_loc, p.num_seqs, t);
     const int64_t dst_row = int64_t{d} * T + t;
     if (!masked) {
-      const uint4* src = reinterpret_cast<const uint4*>(
-          static_cast<const uint16_t*>(p.partial_output) + t * p.out_token_stride +
-          int64_t{d} * H * D);
+      const uint4* src =
+          reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.partial_output) +
+                                         t * p.out_token_stride + int64_t{d} * H * D);
       uint4* dst = reinterpret_cast<uint4*>(static_cast<uint16_t*>(p.send_out) + dst_row * H * D);
       for (int i = threadIdx.x; i < vecs_per_row; i += blockDim.x) dst[i] = __ldg(src + i);
     }
@@ -45,7 +45,8 @@ __global__ void __launch_bounds__(256) stock_pack_kernel(const StockPackParams p
 }
 
 template <ElemType kOut>
-__global__ void __launch_bounds__(kCombineThreads) stock_combine_kernel(const StockCombineParams p) {
+__global__ void __launch_bounds__(kCombineThreads)
+    stock_combine_kernel(const StockCombineParams p) {
   const int H = p.heads_per_rank, D = p.head_dim, T = p.num_tokens;
   device::CombineView v;
   v.out_src = static_cast<const uint16_t*>(p.recv_out);
@@ -104,8 +105,8 @@ std::string validate_stock_pack(const StockPackParams& p) {
 }
 
 std::string validate_stock_combine(const StockCombineParams& p) {
-  if (std::string e = validate_shape(p.out_dtype, p.dcp_size, p.heads_per_rank, p.head_dim,
-                                     p.num_tokens);
+  if (std::string e =
+          validate_shape(p.out_dtype, p.dcp_size, p.heads_per_rank, p.head_dim, p.num_tokens);
       !e.empty()) {
     return e;
   }
@@ -138,8 +139,8 @@ cudaError_t launch_stock_pack(const StockPackParams& p, cudaStream_t stream) {
 cudaError_t launch_stock_combine(const StockCombineParams& p, cudaStream_t stream) {
   if (!validate_stock_combine(p).empty()) return cudaErrorInvalidValue;
   const int rows = p.num_tokens * p.heads_per_rank;
-  const int blocks = std::min(kMaxCombineBlocks,
-                              (rows + kWarpsPerCombineBlock - 1) / kWarpsPerCombineBlock);
+  const int blocks =
+      std::min(kMaxCombineBlocks, (rows + kWarpsPerCombineBlock - 1) / kWarpsPerCombineBlock);
   switch (p.out_dtype) {
     case ElemType::kFp16:
       stock_combine_kernel<ElemType::kFp16><<<blocks, kCombineThreads, 0, stream>>>(p);

@@ -5,11 +5,11 @@
 // through a collective instead of one-sided writes.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
-
-#include <cuda_runtime_api.h>
 
 #include "combine_math.h"
 
@@ -39,7 +39,7 @@ struct StockPackParams {
   int32_t dcp_size;
   int32_t heads_per_rank;
   int32_t head_dim;
-  const int32_t* seq_lens;         // optional masking, as in DirectA2AParams
+  const int32_t* seq_lens;  // optional masking, as in DirectA2AParams
   const int32_t* query_start_loc;
   int32_t num_seqs;
   void* send_out;   // [W][T][H][D]

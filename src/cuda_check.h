@@ -6,10 +6,10 @@
 // to: HarnessError for setup, KernelFault inside our op's launch/sync.
 #pragma once
 
-#include <string>
-
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
+
+#include <string>
 
 #include "errors.h"
 
@@ -42,11 +42,11 @@ inline bool is_device_fault(cudaError_t err) {
 
 }  // namespace dcp
 
-#define CUDA_CHECK(rank, Type, call)                                                    \
-  do {                                                                                  \
-    const cudaError_t dcp_cuda_err_ = (call);                                           \
-    if (dcp_cuda_err_ != cudaSuccess) {                                                 \
-      throw Type(fmt::format("{}:{}: rank {}: {} failed: {}", __FILE__, __LINE__, (rank), \
-                             #call, ::dcp::cuda_error_text(dcp_cuda_err_)));            \
-    }                                                                                   \
+#define CUDA_CHECK(rank, Type, call)                                                             \
+  do {                                                                                           \
+    const cudaError_t dcp_cuda_err_ = (call);                                                    \
+    if (dcp_cuda_err_ != cudaSuccess) {                                                          \
+      throw Type(fmt::format("{}:{}: rank {}: {} failed: {}", __FILE__, __LINE__, (rank), #call, \
+                             ::dcp::cuda_error_text(dcp_cuda_err_)));                            \
+    }                                                                                            \
   } while (0)

@@ -4,13 +4,12 @@
 // before its owner zeroed it and no rank returns before every peer mapped its
 // buffer: allocate -> zero -> synchronise -> allgather handles -> open every
 // peer's handle -> barrier.
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <sstream>
-
-#include <cuda_runtime_api.h>
-#include <fmt/format.h>
 
 #include "cuda_check.h"
 #include "errors.h"

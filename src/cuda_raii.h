@@ -3,10 +3,10 @@
 // still reach every resource without throwing.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <utility>
-
-#include <cuda_runtime_api.h>
 
 #include "cuda_check.h"
 

@@ -12,6 +12,9 @@
 // The direct path uses stream[slot]; the stock path always stream[0].
 #include "gpu_backend.h"
 
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,10 +22,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
-
-#include <cuda_runtime_api.h>
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "cuda_check.h"
 #include "cuda_raii.h"
@@ -218,8 +217,10 @@ void GpuBackend::init_direct(Rendezvous& rendezvous) {
   const int rank = cfg_.global_rank;
   const Geometry& g = cfg_.geometry;
   DCP_CHECK(g.max_tokens >= 1 && g.heads_per_rank >= 1 && g.head_dim >= 8 && g.head_dim % 8 == 0,
-            UsageError, "geometry H={} D={} max_tokens={} is not supported (D must be a "
-            "multiple of 8)", g.heads_per_rank, g.head_dim, g.max_tokens);
+            UsageError,
+            "geometry H={} D={} max_tokens={} is not supported (D must be a "
+            "multiple of 8)",
+            g.heads_per_rank, g.head_dim, g.max_tokens);
   layout_.dcp_size = cfg_.dcp_size;
   layout_.max_tokens = g.max_tokens;
   layout_.heads_per_rank = g.heads_per_rank;
@@ -231,8 +232,7 @@ void GpuBackend::init_direct(Rendezvous& rendezvous) {
   req.global_rank = rank;
   req.group_rank = cfg_.group_rank;
   req.members = cfg_.members;
-  req.key = fmt::format("{}/dcp{}g{}/direct-workspace", cfg_.run_id, cfg_.dcp_size,
-                        cfg_.group_idx);
+  req.key = fmt::format("{}/dcp{}g{}/direct-workspace", cfg_.run_id, cfg_.dcp_size, cfg_.group_idx);
   workspace_ = make_cuda_ipc_buffer(req, rendezvous);
   // Fresh state: epoch 0 and flags 0 everywhere (the workspace is zeroed).
   states_.ensure(sizeof(DirectSlotState) * kMaxSlots, rank);
@@ -273,9 +273,11 @@ CallShape GpuBackend::shape_of(const Case& c, const Batch& batch) const {
             "case for a DCP group of {} sent to a backend of {}", c.dcp_size, cfg_.dcp_size);
   DCP_CHECK(c.geometry.heads_per_rank == g.heads_per_rank && c.geometry.head_dim == g.head_dim &&
                 c.geometry.max_tokens == g.max_tokens,
-            HarnessError, "case geometry H={} D={} max={} differs from the workspace's H={} D={} "
-            "max={}", c.geometry.heads_per_rank, c.geometry.head_dim, c.geometry.max_tokens,
-            g.heads_per_rank, g.head_dim, g.max_tokens);
+            HarnessError,
+            "case geometry H={} D={} max={} differs from the workspace's H={} D={} "
+            "max={}",
+            c.geometry.heads_per_rank, c.geometry.head_dim, c.geometry.max_tokens, g.heads_per_rank,
+            g.head_dim, g.max_tokens);
   DCP_CHECK(c.num_tokens >= 1 && c.num_tokens <= g.max_tokens, UsageError,
             "{} tokens: must be in [1, max_tokens={}]", c.num_tokens, g.max_tokens);
   DCP_CHECK(c.out_dtype == DType::kFp16 || c.out_dtype == DType::kBf16, UsageError,
@@ -350,8 +352,8 @@ OpLaunch GpuBackend::make_launch(const CallShape& sh, int slot, const CallBuffer
   const Geometry& g = cfg_.geometry;
   const bool masked = sh.num_seq_slots > 0;
   if (cfg_.impl == Impl::kStock) {
-    stock_->fill_params(sh.num_tokens, b.partial_output.data(), b.partial_lse.data(),
-                        sh.out_stride, sh.lse_stride, sh.out, sh.lse, sh.base_e,
+    stock_->fill_params(sh.num_tokens, b.partial_output.data(), b.partial_lse.data(), sh.out_stride,
+                        sh.lse_stride, sh.out, sh.lse, sh.base_e,
                         masked ? static_cast<const int32_t*>(b.seq_lens.data()) : nullptr,
                         masked ? static_cast<const int32_t*>(b.query_start_loc.data()) : nullptr,
                         sh.num_seq_slots, b.output.data(), &op.pack, &op.combine);
@@ -389,8 +391,7 @@ OpLaunch GpuBackend::make_launch(const CallShape& sh, int slot, const CallBuffer
   p.state_slot0 = static_cast<DirectSlotState*>(states_.data());
   p.output = b.output.data();
   p.status = status_dev_;
-  p.spin_timeout_ns =
-      static_cast<uint64_t>(std::max(1e-3, cfg_.spin_timeout_s) * 1e9);
+  p.spin_timeout_ns = static_cast<uint64_t>(std::max(1e-3, cfg_.spin_timeout_s) * 1e9);
   if (const std::string why = validate_direct_params(p); !why.empty()) {
     DCP_THROW(UsageError, "case cannot run on the direct kernel: {}", why);
   }
@@ -402,8 +403,8 @@ void GpuBackend::enqueue_op(const OpLaunch& op, cudaStream_t s) {
     stock_->enqueue(op.pack, op.combine, s);
     return;
   }
-  const cudaError_t err = cfg_.mutant != 0 ? launch_direct_a2a_mutant(op.direct, s)
-                                           : launch_direct_a2a(op.direct, s);
+  const cudaError_t err =
+      cfg_.mutant != 0 ? launch_direct_a2a_mutant(op.direct, s) : launch_direct_a2a(op.direct, s);
   check(err, "launch_direct_a2a", true);
 }
 
@@ -431,8 +432,8 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
   } else {
     enqueue_op(make_launch(sh, in.slot, b), s);
   }
-  check(cudaMemcpyAsync(st.output.data(), b.output.data(), sh.output_bytes,
-                        cudaMemcpyDeviceToHost, s),
+  check(cudaMemcpyAsync(st.output.data(), b.output.data(), sh.output_bytes, cudaMemcpyDeviceToHost,
+                        s),
         "copy output out", false);
 }
 
@@ -492,8 +493,7 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch(const Case& c, const Bat
   } else {
     for (size_t i = 0; i < n; ++i) {
       const CallInputs& in = batch.calls[i];
-      DCP_CHECK(in.slot >= 0 && in.slot < kMaxSlots, HarnessError, "slot {} out of range",
-                in.slot);
+      DCP_CHECK(in.slot >= 0 && in.slot < kMaxSlots, HarnessError, "slot {} out of range", in.slot);
       SlotGraph& g = graphs_[in.slot];
       const cudaStream_t s = stream_for(in.slot);
       ensure(sh, g.buffers, staging_[i]);
@@ -522,9 +522,8 @@ void GpuBackend::check(cudaError_t err, const char* what, bool in_op) const {
   const std::string where =
       current_ != nullptr ? fmt::format(" in case {}", format_case_id(*current_)) : "";
   const std::string msg =
-      fmt::format("rank {} (group rank {} of a DCP{} group): {} failed{}: {}; {}",
-                  cfg_.global_rank, cfg_.group_rank, cfg_.dcp_size, what, where,
-                  cuda_error_text(err), status_text());
+      fmt::format("rank {} (group rank {} of a DCP{} group): {} failed{}: {}; {}", cfg_.global_rank,
+                  cfg_.group_rank, cfg_.dcp_size, what, where, cuda_error_text(err), status_text());
   if (in_op || is_device_fault(err)) throw KernelFault(msg);
   throw HarnessError(msg);
 }
@@ -536,10 +535,11 @@ std::string GpuBackend::status_text() const {
   if (s.waiting != 0) {
     const int src = static_cast<int>(s.wait_source);
     const int src_rank = src < static_cast<int>(cfg_.members.size()) ? cfg_.members[src] : -1;
-    text = fmt::format("device was waiting for rank {} (slot {}, parity {}, epoch {}; flag holds "
-                       "{}){}",
-                       src_rank, s.wait_slot, s.wait_parity, s.wait_epoch, s.wait_flag_value,
-                       s.trapped != 0 ? ", then trapped" : "");
+    text = fmt::format(
+        "device was waiting for rank {} (slot {}, parity {}, epoch {}; flag holds "
+        "{}){}",
+        src_rank, s.wait_slot, s.wait_parity, s.wait_epoch, s.wait_flag_value,
+        s.trapped != 0 ? ", then trapped" : "");
   } else {
     text = "device was not waiting on a flag";
   }
@@ -548,8 +548,8 @@ std::string GpuBackend::status_text() const {
     signalled += fmt::format("{}{}", i ? "," : "", s.last_signalled_epoch[i]);
     completed += fmt::format("{}{}", i ? "," : "", s.last_completed_epoch[i]);
   }
-  return fmt::format("{}; last signalled epoch per slot [{}], last completed [{}]", text,
-                     signalled, completed);
+  return fmt::format("{}; last signalled epoch per slot [{}], last completed [{}]", text, signalled,
+                     completed);
 }
 
 }  // namespace

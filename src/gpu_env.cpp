@@ -46,8 +46,10 @@ std::vector<GpuInfo> list_gpus() {
   std::string reason;
   const int count = count_gpus(&reason);
   if (count == 0) {
-    DCP_THROW(UsageError, "no CUDA GPU is visible ({}); use --backend host to run the CPU model "
-              "of the protocol", reason);
+    DCP_THROW(UsageError,
+              "no CUDA GPU is visible ({}); use --backend host to run the CPU model "
+              "of the protocol",
+              reason);
   }
   std::vector<GpuInfo> gpus;
   for (int i = 0; i < count; ++i) {

@@ -1,10 +1,10 @@
 // The stock path's NCCL transport (see gpu_stock.h).
 #include "gpu_stock.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "cuda_check.h"
 #include "errors.h"
@@ -21,9 +21,8 @@ std::string bus_id_of(int device, int rank) {
 
 // NCCL refuses two ranks of one communicator on one GPU; say so before it does.
 void require_distinct_gpus(const StockConfig& cfg, Rendezvous& rendezvous) {
-  const std::vector<std::string> buses =
-      rendezvous.allgather(cfg.key_prefix + "/stock-gpus", cfg.members,
-                           bus_id_of(cfg.device, cfg.global_rank));
+  const std::vector<std::string> buses = rendezvous.allgather(
+      cfg.key_prefix + "/stock-gpus", cfg.members, bus_id_of(cfg.device, cfg.global_rank));
   std::map<std::string, int> first_rank;
   for (size_t i = 0; i < buses.size(); ++i) {
     const auto [it, fresh] = first_rank.emplace(buses[i], cfg.members[i]);
@@ -52,9 +51,9 @@ StockTransport::StockTransport(const StockConfig& cfg, Rendezvous& rendezvous) :
   if (cfg_.group_rank == 0) {
     NCCL_CHECK(*nccl_, rank, HarnessError, nccl_->api().get_unique_id(&id));
   }
-  const std::vector<std::string> ids = rendezvous.allgather(
-      cfg_.key_prefix + "/nccl-id", cfg_.members,
-      cfg_.group_rank == 0 ? hex_encode(&id, sizeof id) : std::string());
+  const std::vector<std::string> ids =
+      rendezvous.allgather(cfg_.key_prefix + "/nccl-id", cfg_.members,
+                           cfg_.group_rank == 0 ? hex_encode(&id, sizeof id) : std::string());
   DCP_CHECK(!ids.empty() && hex_decode(ids[0], &id, sizeof id), HarnessError,
             "malformed NCCL unique id from rank {}", cfg_.members[0]);
   NCCL_CHECK(*nccl_, rank, HarnessError,
@@ -78,10 +77,9 @@ StockTransport::~StockTransport() {
 
 void StockTransport::fill_params(int num_tokens, const void* partial_output,
                                  const void* partial_lse, int64_t out_stride, int64_t lse_stride,
-                                 ElemType out, ElemType lse, bool base_e,
-                                 const int32_t* seq_lens, const int32_t* query_start_loc,
-                                 int num_seqs, void* output, StockPackParams* pack,
-                                 StockCombineParams* combine) const {
+                                 ElemType out, ElemType lse, bool base_e, const int32_t* seq_lens,
+                                 const int32_t* query_start_loc, int num_seqs, void* output,
+                                 StockPackParams* pack, StockCombineParams* combine) const {
   const int W = static_cast<int>(cfg_.members.size());
   pack->partial_output = partial_output;
   pack->partial_lse = partial_lse;

@@ -4,12 +4,12 @@
 // (capturable in a CUDA graph).
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #include "cuda_raii.h"
 #include "nccl_loader.h"
@@ -42,15 +42,13 @@ class StockTransport {
   // Fills both kernels' params for one call on T tokens (pointers into this
   // transport's send/receive buffers).
   void fill_params(int num_tokens, const void* partial_output, const void* partial_lse,
-                   int64_t out_stride, int64_t lse_stride, ElemType out, ElemType lse,
-                   bool base_e, const int32_t* seq_lens, const int32_t* query_start_loc,
-                   int num_seqs, void* output, StockPackParams* pack,
-                   StockCombineParams* combine) const;
+                   int64_t out_stride, int64_t lse_stride, ElemType out, ElemType lse, bool base_e,
+                   const int32_t* seq_lens, const int32_t* query_start_loc, int num_seqs,
+                   void* output, StockPackParams* pack, StockCombineParams* combine) const;
 
   // pack -> NCCL all-to-all of payload and LSE -> combine, on `stream`.
   // Throws KernelFault when a launch or an NCCL call fails.
-  void enqueue(const StockPackParams& pack, const StockCombineParams& combine,
-               cudaStream_t stream);
+  void enqueue(const StockPackParams& pack, const StockCombineParams& combine, cudaStream_t stream);
 
  private:
   StockConfig cfg_;

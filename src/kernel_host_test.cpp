@@ -76,8 +76,8 @@ TEST_CASE("fp16 and bf16 rounding agrees with the reference (ties, subnormals, o
       probe(v | 0x80000000u);
     }
   }
-  for (uint32_t u : {0x477FEFFFu, 0x477FF000u, 0x33000000u, 0x33000001u, 0x7F800000u,
-                     0x7FC00000u, 0x7F800001u, 0x00000001u}) {
+  for (uint32_t u : {0x477FEFFFu, 0x477FF000u, 0x33000000u, 0x33000001u, 0x7F800000u, 0x7FC00000u,
+                     0x7F800001u, 0x00000001u}) {
     probe(u);
   }
   CHECK_MESSAGE(bad == 0, "first mismatch at float bits 0x" << std::hex << first_bad);

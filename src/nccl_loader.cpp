@@ -2,10 +2,9 @@
 #include "nccl_loader.h"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 
 #include <vector>
-
-#include <fmt/format.h>
 
 #ifndef DCP_NCCL_LIBRARY_DIR
 #define DCP_NCCL_LIBRARY_DIR ""

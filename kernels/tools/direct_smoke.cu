@@ -12,14 +12,14 @@
 //        kernels/direct_a2a.cu -o /tmp/direct_smoke && /tmp/direct_smoke
 //   /tmp/direct_smoke --mutant N   (expects a failure: exit 1, or a trap)
 // Exit 0: every check passed; 1: a mismatch; 2: a CUDA error.
+#include <cuda_runtime.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <cuda_runtime.h>
 
 #include "combine_math.h"
 #include "direct_a2a.h"
@@ -28,14 +28,13 @@ namespace {
 
 using namespace dcp;
 
-#define SMOKE_CUDA(call)                                                                \
-  do {                                                                                  \
-    cudaError_t e_ = (call);                                                            \
-    if (e_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                \
-                   cudaGetErrorString(e_));                                             \
-      std::exit(2);                                                                     \
-    }                                                                                   \
+#define SMOKE_CUDA(call)                                                                          \
+  do {                                                                                            \
+    cudaError_t e_ = (call);                                                                      \
+    if (e_ != cudaSuccess) {                                                                      \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      std::exit(2);                                                                               \
+    }                                                                                             \
   } while (0)
 
 struct Config {
@@ -173,10 +172,10 @@ long run_config(const Config& c, int calls, bool graphs, int mutant) {
     for (int r = 0; r < c.W; ++r) {
       data[call].push_back(make_inputs(c, out_stride, lse_stride));
       const RankData& d = data[call][r];
-      SMOKE_CUDA(cudaMemcpy(static_cast<uint8_t*>(ranks[r].in_out) + call * out_bytes,
-                            d.out.data(), d.out.size() * 2, cudaMemcpyHostToDevice));
-      SMOKE_CUDA(cudaMemcpy(static_cast<uint8_t*>(ranks[r].in_lse) + call * lse_bytes,
-                            d.lse.data(), d.lse.size(), cudaMemcpyHostToDevice));
+      SMOKE_CUDA(cudaMemcpy(static_cast<uint8_t*>(ranks[r].in_out) + call * out_bytes, d.out.data(),
+                            d.out.size() * 2, cudaMemcpyHostToDevice));
+      SMOKE_CUDA(cudaMemcpy(static_cast<uint8_t*>(ranks[r].in_lse) + call * lse_bytes, d.lse.data(),
+                            d.lse.size(), cudaMemcpyHostToDevice));
       if (c.masked) {
         SMOKE_CUDA(cudaMemcpy(ranks[r].seq_lens + call * c.T, d.seq_lens.data(), c.T * 4,
                               cudaMemcpyHostToDevice));
