@@ -8,6 +8,8 @@
 #include "duration.h"
 #include "errors.h"
 #include "geometry.h"
+#include "random_case.h"
+#include "shrink.h"
 #include "shrinker.h"
 
 namespace dcp {
@@ -102,6 +104,40 @@ TEST_CASE("shrinker reduces a graph-only failure to the minimal failing case") {
   for (const Case& cand : toy_candidates(out.minimal)) {
     CHECK(FakeRunner{}(cand).status == CaseStatus::kPass);
   }
+}
+
+TEST_CASE("shrinker with the real candidates reduces random scenarios to the fake bug's core") {
+  // Every random scenario whose bug condition holds shrinks to the same
+  // minimal shape: the simplest case that still has T >= 5 in graph mode.
+  const Geometry g = custom_geometry(2, 64, 32);
+  int num_shrunk = 0;
+  for (uint64_t index = 0; index < 64; ++index) {
+    Case start = random_case(7, index, 4, g);
+    start.mode = ExecMode::kGraph;
+    if (start.num_tokens < 5) continue;
+    CAPTURE(format_case_id(start));
+    FakeRunner fake;
+    const ShrinkOutcome out = shrink_case(start, result_with(CaseStatus::kFail), std::ref(fake),
+                                          shrink_candidates, ShrinkLimits{});
+    REQUIRE(out.reached_fixpoint);
+    CHECK(out.minimal.num_tokens == 5);
+    CHECK(out.minimal.mode == ExecMode::kGraph);
+    CHECK(out.minimal.num_calls == 1);
+    CHECK(out.minimal.num_layers == 1);
+    CHECK(out.minimal.dcp_size == 2);
+    CHECK(out.minimal.out_pad_elems + out.minimal.lse_pad_elems == 0);
+    CHECK_FALSE(out.minimal.skew);
+    CHECK(out.minimal.num_slots == 1);
+    CHECK_FALSE(out.minimal.epoch_start.has_value());
+    CHECK(out.minimal.special == SpecialLse::kNone);
+    CHECK(out.minimal.empty == EmptyPattern::kNone);
+    CHECK(out.num_steps == fake.num_failures);
+    CHECK(out.num_attempts == fake.num_runs);
+    CHECK(out.num_attempts <= ShrinkLimits{}.max_attempts);
+    CHECK(shrink_measure(out.minimal) < shrink_measure(start));
+    ++num_shrunk;
+  }
+  CHECK(num_shrunk >= 10);  // the loop really exercised the shrinker
 }
 
 TEST_CASE("shrinker keeps the failure class: a mismatch never shrinks into an error") {
