@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "cli.h"
+#include "cli_common.h"
 #include "errors.h"
 #include "options.h"
 #include "selftest.h"
@@ -49,8 +50,8 @@ class RealSelftestSession : public SelftestSession {
   Session session_;
 };
 
-std::vector<Case> select_cases(const std::string& suite, const SuiteOptions& suite_opts,
-                               const CaseSelection& selection) {
+std::vector<Case> suite_cases(const std::string& suite, const SuiteOptions& suite_opts,
+                              const CaseSelection& selection) {
   std::vector<Case> cases;
   try {
     for (Case& c : build_suite(suite, suite_opts)) {
@@ -94,14 +95,14 @@ int run_selftest_command(const SelftestOptions& o) {
   plan.mutants = select_mutants(mutants_for_backend(base.backend), o.mutants);
   const SuiteOptions suite_opts{
       .world = o.world, .geometry = geometry, .base_seed = selection.seed};
-  plan.cases = select_cases(selection.suite, suite_opts, selection);
+  plan.cases = suite_cases(selection.suite, suite_opts, selection);
   if (plan.cases.empty()) {
     throw UsageError(fmt::format("--filter '{}': matches no case of suite {}", selection.filter,
                                  selection.suite));
   }
   // The filter applies to both columns: rerunning one case of the main suite
   // usually leaves no upstream case, and then the column is simply off.
-  if (!o.no_upstream) plan.upstream_cases = select_cases("upstream", suite_opts, selection);
+  if (!o.no_upstream) plan.upstream_cases = suite_cases("upstream", suite_opts, selection);
 
   const bool quiet = o.quiet;
   auto say = [quiet](const std::string& line) {
@@ -118,6 +119,10 @@ int run_selftest_command(const SelftestOptions& o) {
                                               : fmt::format("{} cases", plan.upstream_cases.size()),
                   base.timeout_s, plan.fast ? ", --fast" : ""));
 
+  // Ctrl-C reaches the workers too (same process group): stop between cases
+  // instead of counting the resulting errors as detections.
+  InterruptGuard interrupts;
+  plan.interrupted = [&interrupts] { return interrupts.signal_received(); };
   SessionFactory factory = [&base](int mutant, const CheckProfile& profile,
                                    const Geometry& geometry) {
     SessionConfig config = base;

@@ -68,22 +68,34 @@ bool record(ProfileOutcome& out, const CaseResult& r, const Case& c,
   return true;
 }
 
-// Runs `cases`, one fresh session per geometry. With stop_at_first the run ends
-// at the first failing case; it always ends when a session dies (a hang, crash
-// or trap takes every worker down, and restarting per remaining case would cost
-// one deadline each). `env` (optional) receives the first session's environment.
-ProfileOutcome run_cases(const SessionFactory& factory, int mutant, const CheckProfile& profile,
-                         const std::vector<Case>& cases, const std::string& suite,
-                         bool stop_at_first, std::vector<CaseResult>* failures,
-                         EnvironmentInfo* env) {
+// One suite run: which variant, under which profile, and what to collect.
+struct ProfileRun {
+  int mutant = 0;
+  CheckProfile profile;
+  const std::vector<Case>* cases = nullptr;
+  std::string suite;
+  bool stop_at_first = false;
+  std::vector<CaseResult>* failures = nullptr;  // collects failing results when set
+  EnvironmentInfo* env = nullptr;               // receives the first session's environment
+};
+
+// Runs the cases, one fresh session per geometry. With stop_at_first the run
+// ends at the first failing case; it always ends when a session dies (a hang,
+// crash or trap takes every worker down, and restarting per remaining case
+// would cost one deadline each) or the user interrupts (a case that errors
+// while interrupted says nothing about the kernel: it is not recorded).
+ProfileOutcome run_cases(const SessionFactory& factory, const std::function<int()>& interrupted,
+                         const ProfileRun& run) {
+  const auto stop_signal = [&] { return interrupted ? interrupted() : 0; };
   ProfileOutcome out;
-  out.num_cases = static_cast<int>(cases.size());
+  out.num_cases = static_cast<int>(run.cases->size());
   const auto start = std::chrono::steady_clock::now();
   int num_visited = 0;  // run or skipped
-  for (const auto& group : group_by_geometry(cases)) {
+  for (const auto& group : group_by_geometry(*run.cases)) {
+    if ((out.interrupted_by = stop_signal()) != 0) break;
     std::unique_ptr<SelftestSession> session;
     try {
-      session = factory(mutant, profile, group.front()->geometry);
+      session = factory(run.mutant, run.profile, group.front()->geometry);
     } catch (const KernelFault& e) {
       // The variant broke start-up itself: detected, by a crash, before any case.
       if (!out.detected) {
@@ -95,26 +107,30 @@ ProfileOutcome run_cases(const SessionFactory& factory, int mutant, const CheckP
       out.stopped = "a session could not start";
       break;
     }
-    if (env != nullptr && num_visited == 0) *env = session->environment();
+    if (run.env != nullptr && num_visited == 0) *run.env = session->environment();
     for (const Case* c : group) {
-      const CaseResult r = session->run_case(*c, suite);
+      if ((out.interrupted_by = stop_signal()) != 0) break;
+      const CaseResult r = session->run_case(*c, run.suite);
+      if ((out.interrupted_by = stop_signal()) != 0) break;
       if (r.status == CaseStatus::kSkipped && session->dead()) break;  // reported below
       ++num_visited;
-      if (r.status != CaseStatus::kSkipped) record(out, r, *c, failures);
+      if (r.status != CaseStatus::kSkipped) record(out, r, *c, run.failures);
       const bool more = num_visited < out.num_cases;
       if (more && session->dead()) break;
-      if (more && stop_at_first && out.detected) {
+      if (more && run.stop_at_first && out.detected) {
         out.stopped = "stopped at the first detection";
         break;
       }
     }
-    if (!out.stopped.empty()) break;
+    if (out.interrupted_by != 0 || !out.stopped.empty()) break;
     if (session->dead() && num_visited < out.num_cases) {
       out.stopped = out.detected ? fmt::format("the {} ended the session", to_string(out.how))
                                  : std::string("the session died");
       break;
     }
   }
+  if (out.interrupted_by != 0)
+    out.stopped = fmt::format("interrupted by signal {}", out.interrupted_by);
   out.elapsed_s = seconds_since(start);
   return out;
 }
@@ -288,6 +304,7 @@ int SelftestReport::num_not_catchable_here() const {
   }));
 }
 int SelftestReport::exit_code() const {
+  if (interrupted_by != 0) return 128 + interrupted_by;
   if (!correct_passed || num_survived() > 0) return kExitKernelFailure;
   return kExitPass;
 }
@@ -298,6 +315,10 @@ SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& fact
     if (progress) progress(line);
   };
   const auto start = std::chrono::steady_clock::now();
+  const auto finish = [&](SelftestReport& r, int interrupted_by) {
+    r.interrupted_by = interrupted_by;
+    r.elapsed_s = seconds_since(start);
+  };
   SelftestReport report;
   report.suite = plan.suite;
   const CheckProfile strict_profile{};
@@ -305,42 +326,75 @@ SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& fact
   const bool with_upstream = !plan.upstream_cases.empty();
 
   EnvironmentInfo env;
-  report.correct = run_cases(factory, 0, strict_profile, plan.cases, plan.suite,
-                             /*stop_at_first=*/false, &report.correct_failures, &env);
+  report.correct = run_cases(factory, plan.interrupted,
+                             {.mutant = 0,
+                              .profile = strict_profile,
+                              .cases = &plan.cases,
+                              .suite = plan.suite,
+                              .failures = &report.correct_failures,
+                              .env = &env});
   report.backend = env.backend;
   report.ranks_share_gpu = env.ranks_share_gpu;
+  if (report.correct.interrupted_by != 0) {
+    finish(report, report.correct.interrupted_by);
+    return report;
+  }
   say(fmt::format("correct kernel, suite {}: {} of {} cases failed ({:.1f} s)", plan.suite,
                   report.correct.num_caught, report.correct.num_cases, report.correct.elapsed_s));
   bool passed = !report.correct.detected && report.correct.stopped.empty();
   if (passed && with_upstream) {
-    report.correct_upstream = run_cases(factory, 0, upstream_profile, plan.upstream_cases,
-                                        "upstream", false, &report.correct_failures, nullptr);
+    report.correct_upstream = run_cases(factory, plan.interrupted,
+                                        {.mutant = 0,
+                                         .profile = upstream_profile,
+                                         .cases = &plan.upstream_cases,
+                                         .suite = "upstream",
+                                         .failures = &report.correct_failures});
     const auto& up = *report.correct_upstream;
+    if (up.interrupted_by != 0) {
+      finish(report, up.interrupted_by);
+      return report;
+    }
     say(fmt::format("correct kernel, upstream profile: {} of {} cases failed ({:.1f} s)",
                     up.num_caught, up.num_cases, up.elapsed_s));
     passed = !up.detected && up.stopped.empty();
   }
   report.correct_passed = passed;
   if (!passed) {
-    report.elapsed_s = seconds_since(start);
+    finish(report, 0);
     return report;  // mutants prove nothing against a checker that fails correct kernels
   }
 
   for (size_t i = 0; i < plan.mutants.size(); ++i) {
     const MutantInfo& m = plan.mutants[i];
-    ProfileOutcome strict = run_cases(factory, m.id, strict_profile, plan.cases, plan.suite,
-                                      plan.fast, nullptr, nullptr);
+    ProfileOutcome strict = run_cases(factory, plan.interrupted,
+                                      {.mutant = m.id,
+                                       .profile = strict_profile,
+                                       .cases = &plan.cases,
+                                       .suite = plan.suite,
+                                       .stop_at_first = plan.fast});
+    if (strict.interrupted_by != 0) {
+      finish(report, strict.interrupted_by);  // a half-run mutant is not reported
+      return report;
+    }
     std::optional<ProfileOutcome> upstream;
     if (with_upstream) {
       // Only "would it catch it" matters here: stop at the first detection.
-      upstream = run_cases(factory, m.id, upstream_profile, plan.upstream_cases, "upstream",
-                           /*stop_at_first=*/true, nullptr, nullptr);
+      upstream = run_cases(factory, plan.interrupted,
+                           {.mutant = m.id,
+                            .profile = upstream_profile,
+                            .cases = &plan.upstream_cases,
+                            .suite = "upstream",
+                            .stop_at_first = true});
+      if (upstream->interrupted_by != 0) {
+        finish(report, upstream->interrupted_by);
+        return report;
+      }
     }
     report.mutants.push_back(
         judge(m, mutant_catchable_here(m, env), std::move(strict), std::move(upstream)));
     say(summary_line(i + 1, plan.mutants.size(), report.mutants.back()));
   }
-  report.elapsed_s = seconds_since(start);
+  finish(report, 0);
   return report;
 }
 
@@ -413,6 +467,12 @@ std::string format_correct_failure(const SelftestReport& report) {
 }  // namespace
 
 std::string format_selftest_table(const SelftestReport& report, const std::string& rerun_prefix) {
+  if (report.interrupted_by != 0 && !report.correct_passed) {
+    return fmt::format(
+        "selftest INTERRUPTED by signal {} while running the correct kernel "
+        "({:.1f} s)\n",
+        report.interrupted_by, report.elapsed_s);
+  }
   if (!report.correct_passed) return format_correct_failure(report);
   std::string out = fmt::format(
       "correct kernel: passed all {} cases of suite '{}'{} ({:.1f} s)\n", report.correct.num_cases,
@@ -431,7 +491,7 @@ std::string format_selftest_table(const SelftestReport& report, const std::strin
                     det ? m.strict.first_case : "-", caught_cell(m.strict),
                     upstream_cell(m.upstream), m.note});
   }
-  out += render_table(rows);
+  if (!report.mutants.empty()) out += render_table(rows);
 
   std::vector<std::string> missed_upstream;
   for (const auto& m : report.mutants) {
@@ -440,7 +500,7 @@ std::string format_selftest_table(const SelftestReport& report, const std::strin
   out += fmt::format("mutants: {} detected, {} survived, {} not catchable here (of {}){}\n",
                      report.num_detected(), report.num_survived(), report.num_not_catchable_here(),
                      report.mutants.size(), report.ranks_share_gpu ? "; ranks share a GPU" : "");
-  if (report.correct_upstream) {
+  if (report.correct_upstream && !report.mutants.empty()) {
     out += missed_upstream.empty()
                ? std::string("upstream profile: catches every mutant\n")
                : fmt::format("upstream profile misses {} of {}: {}\n", missed_upstream.size(),
@@ -458,6 +518,11 @@ std::string format_selftest_table(const SelftestReport& report, const std::strin
                          m.mutant.name, m.strict.first_case);
     }
   }
+  if (report.interrupted_by != 0) {
+    out += fmt::format("selftest INTERRUPTED by signal {}: only the mutants above ran ({:.1f} s)\n",
+                       report.interrupted_by, report.elapsed_s);
+    return out;
+  }
   out += fmt::format("selftest {} ({:.1f} s)\n",
                      report.exit_code() == kExitPass ? "PASSED" : "FAILED", report.elapsed_s);
   return out;
@@ -468,7 +533,8 @@ void to_json(nlohmann::json& j, const ProfileOutcome& p) {
        {"first_case", p.first_case},     {"first_message", p.first_message},
        {"first_replay", p.first_replay}, {"num_cases", p.num_cases},
        {"num_run", p.num_run},           {"num_caught", p.num_caught},
-       {"stopped", p.stopped},           {"elapsed_s", p.elapsed_s}};
+       {"stopped", p.stopped},           {"interrupted_by", p.interrupted_by},
+       {"elapsed_s", p.elapsed_s}};
 }
 
 void to_json(nlohmann::json& j, const SelftestReport& r) {
@@ -505,6 +571,7 @@ void to_json(nlohmann::json& j, const SelftestReport& r) {
        {"num_survived", r.num_survived()},
        {"num_not_catchable_here", r.num_not_catchable_here()},
        {"elapsed_s", r.elapsed_s},
+       {"interrupted_by", r.interrupted_by},
        {"exit_code", r.exit_code()}};
 }
 

@@ -88,6 +88,7 @@ struct ProfileOutcome {
   int num_run = 0;                   // actually run
   int num_caught = 0;                // failed (kFail or kError)
   std::string stopped;               // why the run ended before the last case, or ""
+  int interrupted_by = 0;            // the signal that stopped it (SIGINT/SIGTERM), or 0
   double elapsed_s = 0;
 };
 
@@ -109,6 +110,8 @@ struct SelftestPlan {
   std::vector<Case> upstream_cases;  // the `upstream` suite; empty: no upstream column
   std::vector<MutantInfo> mutants;
   bool fast = false;  // stop each mutant's strict run at its first detection
+  // Polled between cases: the signal received (SIGINT/SIGTERM) or 0. Unset: never.
+  std::function<int()> interrupted;
 };
 
 struct SelftestReport {
@@ -119,14 +122,16 @@ struct SelftestReport {
   std::optional<ProfileOutcome> correct_upstream;
   std::vector<CaseResult> correct_failures;  // up to a few, for the message
   bool correct_passed = false;               // both runs above passed: mutants were run
-  std::vector<MutantOutcome> mutants;
+  std::vector<MutantOutcome> mutants;        // complete outcomes only
+  int interrupted_by = 0;                    // the run stopped early on this signal
   double elapsed_s = 0;
 
   int num_detected() const;
   int num_survived() const;  // catchable and undetected
   int num_not_catchable_here() const;
   // 0: the correct kernel passed and every catchable mutant was detected;
-  // 1: the correct kernel failed or a catchable mutant survived.
+  // 1: the correct kernel failed or a catchable mutant survived;
+  // 128 + signal: interrupted (the table is partial and proves nothing).
   int exit_code() const;
 };
 

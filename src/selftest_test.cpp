@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <string>
@@ -399,6 +400,29 @@ TEST_CASE("the mutant tables: ids > 0, unique names, reasons for every uncatchab
   CHECK_FALSE(mutant_catchable_here(ordering, shared));
   CHECK(mutant_catchable_here(ordering, distinct));
   CHECK(mutant_catchable_here(mutant(1, "x"), shared));
+}
+
+TEST_CASE("an interrupt stops the selftest: partial table, exit 128 + signal") {
+  Harness h;
+  // The interrupt arrives during mutant 2's first case: the error it causes
+  // there (workers share the terminal's process group) is not a detection.
+  h.behavior = [](int m, bool, int) {
+    if (m == 2) return FakeOutcome{CaseStatus::kError, "rank 0 killed by signal 2 | -"};
+    return m == 0 ? pass() : fail();
+  };
+  auto plan = make_plan(3, 0, {mutant(1, "a"), mutant(2, "b"), mutant(3, "c")});
+  plan.interrupted = [&h] {
+    return std::find(h.log.begin(), h.log.end(), "m2 case0") != h.log.end() ? 2 : 0;
+  };
+  auto report = run_selftest(plan, h.factory());
+  CHECK(report.interrupted_by == 2);
+  REQUIRE(report.mutants.size() == 1);  // only complete outcomes
+  CHECK(report.mutants[0].mutant.name == "a");
+  CHECK(report.exit_code() == 130);
+  CHECK(h.sessions == std::vector<std::string>{"m0", "m1", "m2"});  // mutant 3 never started
+  const std::string table = format_selftest_table(report, "x");
+  CHECK(table.find("selftest INTERRUPTED by signal 2") != std::string::npos);
+  CHECK(table.find("PASSED") == std::string::npos);
 }
 
 TEST_CASE("the JSON report carries verdicts and the exit code") {
