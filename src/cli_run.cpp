@@ -74,7 +74,7 @@ class RunCommand {
         return;
       }
       if (session.dead()) {
-        skip_rest(i, "not run: the session ended at an earlier case (" + last_error_ + ")");
+        skip_rest(i, session_ended_reason());
         return;
       }
       term_.case_started(static_cast<int>(i), format_case_id(c));
@@ -91,7 +91,7 @@ class RunCommand {
       }
       record(i, std::move(r));
       if (aborted) {
-        skip_rest(i + 1, "not run: the session ended at an earlier case (" + last_error_ + ")");
+        skip_rest(i + 1, session_ended_reason());
         return;
       }
     }
@@ -108,9 +108,14 @@ class RunCommand {
       r.status = CaseStatus::kSkipped;
       r.message = fmt::format("interrupted by {} while running ({})", signal_name(sig), r.message);
     }
-    if (r.status == CaseStatus::kError) last_error_ = r.case_id + ": " + r.message;
+    if (r.status == CaseStatus::kError) last_error_ = r.case_id;  // its message is in its own result
     term_.case_finished(static_cast<int>(i), r);
     report_.cases.push_back(std::move(r));
+  }
+
+  std::string session_ended_reason() const {
+    return last_error_.empty() ? "not run: the session ended"
+                               : "not run: the session ended at case " + last_error_;
   }
 
   void skip_rest(size_t from, const std::string& reason) {

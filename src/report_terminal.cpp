@@ -259,7 +259,10 @@ void TerminalReporter::print_failures(const RunReport& report) const {
                r.message.empty() ? "" : ": " + r.message);
     size_t shown = 0;
     for (const auto& rank : r.ranks) {
-      if (!rank.error.empty()) fmt::print(out_, "      rank {}: {}\n", rank.rank, rank.error);
+      // The session's message often already quotes each rank's error.
+      if (!rank.error.empty() && r.message.find(rank.error) == std::string::npos) {
+        fmt::print(out_, "      rank {}: {}\n", rank.rank, rank.error);
+      }
       for (const auto& m : rank.first_mismatches) {
         if (shown++ == kMaxMismatchesPerCase) break;
         fmt::print(out_, "      {}\n", format_mismatch(m));
