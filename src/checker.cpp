@@ -90,7 +90,7 @@ void build_row(const Case& c, const OpGenerator& gen, int token, int head, bool 
 // source dropped, the poison pattern, or a zero from a row wrongly treated as
 // all-masked. "" when nothing fits.
 std::string likely_source(const Case& c, const OpGenerator& gen, int token, int head, int dim,
-                          RowReference& r, uint32_t got_bits, double got) {
+                          RowReference& r, uint32_t got_bits, double got, double want, double tol) {
   const Format f = format_of(c.out_dtype);
   if (got_bits == all_ones_bits(f)) return "poison (unwritten)";
   if (std::isnan(got)) return "";
@@ -132,11 +132,13 @@ std::string likely_source(const Case& c, const OpGenerator& gen, int token, int 
   double best_dist = std::numeric_limits<double>::infinity();
   for (const Candidate& k : cands) {
     if (!std::isfinite(k.value)) continue;
+    // A candidate explains `got` when got is what a correct fp32 kernel would
+    // produce for it, and it is distinguishable from the right answer.
+    if (std::fabs(k.value - want) <= tol) continue;
     const double dist = std::fabs(got - k.value);
-    // Diagnostics, not a verdict: within one output ulp (plus fp32 slack).
-    const double slack =
-        ulp_of(f, k.value) + fp32_error_bound(w, r.abs_sum[di], r.weights.lse_magnitude);
-    if (dist > slack) continue;
+    if (dist > element_tolerance(c.out_dtype, k.value, w, r.abs_sum[di], r.weights.lse_magnitude)) {
+      continue;
+    }
     if (dist < best_dist) {
       best_dist = dist;
       best = k.name;
@@ -209,7 +211,7 @@ CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int gl
         m.want = want;
         m.err_ulps = is_nan ? std::numeric_limits<double>::infinity() : std::fabs(g - want) / ulp;
         m.tolerance_ulps = tol / ulp;
-        m.likely_source = likely_source(c, gen, t, head, d, r, bits, g);
+        m.likely_source = likely_source(c, gen, t, head, d, r, bits, g, want, tol);
         out.first_mismatches.push_back(std::move(m));
       }
     }
