@@ -48,6 +48,29 @@ std::string summarize_failures(const std::vector<RankCaseResult>& ranks) {
   return msg;
 }
 
+// Distinct errors, in rank order, at most three (the ranks keep all of them).
+std::string join_errors(const std::vector<std::string>& errors) {
+  std::vector<std::string> distinct;
+  for (const std::string& e : errors) {
+    if (std::find(distinct.begin(), distinct.end(), e) == distinct.end()) distinct.push_back(e);
+  }
+  std::string out;
+  for (size_t i = 0; i < distinct.size() && i < 3; ++i) out += (i ? "; " : "") + distinct[i];
+  if (distinct.size() > 3) out += fmt::format("; and {} more", distinct.size() - 3);
+  return out;
+}
+
+// "op 3", or where a rank stood before its first heartbeat of the case.
+std::string op_text(int last_op) {
+  return last_op < 0 ? std::string("before its first op") : fmt::format("after op {}", last_op);
+}
+
+// The wait lines, or "" when no rank was waiting on a flag.
+std::string waits_text(const std::vector<std::string>& waits) {
+  if (waits.size() == 1 && waits[0] == "no rank was waiting on a flag") return "";
+  return fmt::format("{}", fmt::join(waits, "; "));
+}
+
 bool uses_graphs(const Case& c) { return c.mode == ExecMode::kGraph || c.mode == ExecMode::kMixed; }
 
 
@@ -70,12 +93,21 @@ CaseResult Session::Impl::finish_failed_case(CaseResult r, const Case& c, const 
     missing.error_kind = f.kind;
     missing.error = w.rank == f.culprit
                         ? f.culprit_note
-                        : fmt::format("no result (last op {}); torn down: {}", w.last_op, f.cause);
+                        : fmt::format("no result ({}); torn down: {}", op_text(w.last_op),
+                                      f.cause);
     r.ranks.push_back(std::move(missing));
   }
   for (const RankCaseResult& rr : r.ranks) r.elapsed_ms = std::max(r.elapsed_ms, rr.elapsed_ms);
   r.status = CaseStatus::kError;
-  r.message = fmt::format("{} | {}", f.cause, fmt::join(waits, "; "));
+  // A hang leads with who waits on whom; other failures with their cause.
+  const std::string who_waits = waits_text(waits);
+  if (who_waits.empty()) {
+    r.message = f.cause;
+  } else if (f.hang) {
+    r.message = fmt::format("hang: {} | {}", who_waits, f.cause);
+  } else {
+    r.message = fmt::format("{} | {}", f.cause, who_waits);
+  }
   s.dead = true;
   s.dead_reason = fmt::format("the session ended at case {}: {}", r.case_id, f.cause);
   return r;
@@ -87,14 +119,18 @@ CaseResult Session::Impl::finish_case(CaseResult r, const Case& c) {
   for (WorkerState& w : s.workers) {
     r.ranks.push_back(*w.result);
     r.elapsed_ms = std::max(r.elapsed_ms, w.result->elapsed_ms);
-    if (!w.result->error.empty()) errors.push_back(w.result->error);
+    if (!w.result->error.empty()) {
+      errors.push_back(fmt::format("rank {}: {}", w.rank, w.result->error));
+    }
   }
   if (!errors.empty()) {
     // The workspace state is unknown after a fault: no later case may trust it.
     const std::vector<std::string> waits = diagnose_waits(s.status_entries(), c.dcp_size);
     s.kill_workers();
     r.status = CaseStatus::kError;
-    r.message = fmt::format("{} | {}", fmt::join(errors, "; "), fmt::join(waits, "; "));
+    const std::string who_waits = waits_text(waits);
+    r.message = who_waits.empty() ? join_errors(errors)
+                                  : fmt::format("{} | {}", join_errors(errors), who_waits);
     s.dead = true;
     s.dead_reason = fmt::format("the session ended at case {}: {}", r.case_id, errors.front());
     return r;
@@ -132,8 +168,8 @@ std::optional<CaseFailure> Session::Impl::find_failure(
     if (!w.lost()) continue;
     if (!w.exit) w.exit = wait_for_exit(w.pid, 1.0);  // closed its socket: learn how it ended
     const std::string how = w.exit ? w.exit->describe() : "closed its connection";
-    std::string note = fmt::format("rank {} (pid {}) {} during case {} (last op {})", w.rank,
-                                   w.pid, how, id, w.last_op);
+    std::string note = fmt::format("rank {} (pid {}) {} during case {} ({})", w.rank, w.pid,
+                                   how, id, op_text(w.last_op));
     return CaseFailure{note, "harness", w.rank, note};
   }
   const auto now = SupervisorClock::now();
@@ -147,15 +183,15 @@ std::optional<CaseFailure> Session::Impl::find_failure(
     const double silent_s = seconds_since(w.last_activity);
     const bool errored_peers = first_error && seconds_since(*first_error) > kErrorGraceS;
     if (silent_s <= deadline_s && !errored_peers) continue;
-    std::string note = fmt::format("rank {} made no progress for {:.1f} s in case {} (last op {})",
-                                   w.rank, silent_s, id, w.last_op);
+    std::string note = fmt::format("rank {} made no progress for {:.1f} s ({})", w.rank,
+                                   silent_s, op_text(w.last_op));
     std::string cause =
         errored_peers
             ? fmt::format("{}; no result {:.1f} s after a peer reported a fault", note,
                           seconds_since(*first_error))
             : fmt::format("hang: {}; per-call deadline --timeout {} s + {} s grace", note,
                           s.config.timeout_s, kDeadlineGraceS);
-    return CaseFailure{cause, "kernel", w.rank, note};
+    return CaseFailure{cause, "kernel", w.rank, note, /*hang=*/true};
   }
   return std::nullopt;
 }

@@ -52,6 +52,7 @@ struct CaseFailure {
   std::string kind;          // error_kind for ranks without a result
   int culprit = -1;          // the rank the cause is about, if one
   std::string culprit_note;  // its per-rank error
+  bool hang = false;         // a rank stopped making progress
 };
 
 struct Session::Impl {

@@ -3,11 +3,13 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -73,6 +75,12 @@ class Worker {
  private:
   nlohmann::json wait_for_message();
   void build_backends();
+  // The backend for a case: one per (dcp size, workspace shape). Suites may mix
+  // geometries (the upstream cases use Kimi-K3 whatever --geometry says), so a
+  // shape not seen before gets its workspace here; every rank of the group sees
+  // the same case at the same point, so their rendezvous line up.
+  std::pair<const BackendConfig*, RankBackend*> backend_for(const Case& c);
+  BackendConfig make_backend_config(int dcp_size, const Geometry& geometry) const;
   void run_one_case(const nlohmann::json& msg);
   RankCaseResult run_case_once(const Case& c, int case_index, const std::string& pass);
 
@@ -82,8 +90,11 @@ class Worker {
   WorkerConfig config_;
   std::unique_ptr<StatusBoard> board_;
   std::unique_ptr<SocketRendezvous> rendezvous_;
-  std::map<int, BackendConfig> backend_configs_;
-  std::map<int, std::unique_ptr<RankBackend>> backends_;
+  struct Built {
+    BackendConfig config;
+    std::unique_ptr<RankBackend> backend;
+  };
+  std::map<std::string, Built> backends_;  // key: workspace_key()
 };
 
 // Waits as long as it takes between cases (the command decides the pace), but
@@ -96,45 +107,72 @@ nlohmann::json Worker::wait_for_message() {
   }
 }
 
-void Worker::build_backends() {
+std::string workspace_key(int dcp_size, const Geometry& g) {
+  return fmt::format("dcp{}-h{}-d{}-m{}", dcp_size, g.heads_per_rank, g.head_dim, g.max_tokens);
+}
+
+BackendConfig Worker::make_backend_config(int dcp_size, const Geometry& geometry) const {
   const SessionConfig& s = config_.session;
+  BackendConfig bc;
+  bc.global_rank = args_.rank;
+  bc.dcp_size = dcp_size;
+  bc.group_idx = args_.rank / dcp_size;
+  bc.group_rank = args_.rank % dcp_size;
+  for (int i = 0; i < dcp_size; ++i) bc.members.push_back(bc.group_idx * dcp_size + i);
+  bc.geometry = geometry;
+  bc.impl = s.impl;
+  bc.mutant = s.mutant;
+  bc.spin_timeout_s = s.timeout_s;
+  bc.device = config_.device;
+  bc.status = board_->entry(args_.rank);
+  bc.run_id = config_.run_id;
+  return bc;
+}
+
+std::pair<const BackendConfig*, RankBackend*> Worker::backend_for(const Case& c) {
+  const std::string key = workspace_key(c.dcp_size, c.geometry);
+  auto it = backends_.find(key);
+  if (it == backends_.end()) {
+    Built built;
+    built.config = make_backend_config(c.dcp_size, c.geometry);
+    built.backend = config_.session.backend == BackendKind::kHost
+                        ? make_host_backend(built.config, *rendezvous_)
+                        : make_gpu_backend(built.config, *rendezvous_);
+    it = backends_.emplace(key, std::move(built)).first;
+  }
+  return {&it->second.config, it->second.backend.get()};
+}
+
+// The session geometry's workspaces are built at start-up, so a workspace that
+// cannot be built fails the session before any case runs.
+void Worker::build_backends() {
   for (int g : config_.dcp_sizes) {
-    BackendConfig bc;
-    bc.global_rank = args_.rank;
-    bc.dcp_size = g;
-    bc.group_idx = args_.rank / g;
-    bc.group_rank = args_.rank % g;
-    for (int i = 0; i < g; ++i) bc.members.push_back(bc.group_idx * g + i);
-    bc.geometry = s.geometry;
-    bc.impl = s.impl;
-    bc.mutant = s.mutant;
-    bc.spin_timeout_s = s.timeout_s;
-    bc.device = config_.device;
-    bc.status = board_->entry(args_.rank);
-    bc.run_id = config_.run_id;
-    backend_configs_[g] = bc;
-    backends_[g] = s.backend == BackendKind::kHost ? make_host_backend(bc, *rendezvous_)
-                                                   : make_gpu_backend(bc, *rendezvous_);
+    Case probe;
+    probe.dcp_size = g;
+    probe.geometry = config_.session.geometry;
+    backend_for(probe);
   }
 }
 
 RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::string& pass) {
-  const BackendConfig& bc = backend_configs_.at(c.dcp_size);
-  RankBackend& backend = *backends_.at(c.dcp_size);
-  const std::string key = fmt::format("case{}{}-g{}x{}", case_index, pass, c.dcp_size, bc.group_idx);
+  const std::string key =
+      fmt::format("case{}{}-g{}x{}", case_index, pass, c.dcp_size, args_.rank / c.dcp_size);
   CaseRunContext ctx;
-  ctx.backend_config = &bc;
   ctx.profile = config_.session.profile;
   ctx.fault = config_.session.fault;
   ctx.case_index = case_index;
   ctx.progress = [&](int op) {
     channel_.send({{"type", "progress"}, {"index", case_index}, {"op", op}});
   };
+  const BackendConfig* bc = nullptr;
+  RankBackend* backend = nullptr;
   try {
+    std::tie(bc, backend) = backend_for(c);
+    ctx.backend_config = bc;
     // The workspace is quiescent between the two barriers: begin_case may reset it.
-    rendezvous_->barrier(key + "-begin", bc.members);
-    backend.begin_case(c);
-    rendezvous_->barrier(key + "-go", bc.members);
+    rendezvous_->barrier(key + "-begin", bc->members);
+    backend->begin_case(c);
+    rendezvous_->barrier(key + "-go", bc->members);
   } catch (const std::exception& e) {
     RankCaseResult r;
     r.case_id = format_case_id(c);
@@ -143,7 +181,7 @@ RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::s
     r.error_kind = dynamic_cast<const KernelFault*>(&e) != nullptr ? "kernel" : "harness";
     return r;
   }
-  return run_case_on_rank(c, backend, ctx);
+  return run_case_on_rank(c, *backend, ctx);
 }
 
 void Worker::run_one_case(const nlohmann::json& msg) {
@@ -152,7 +190,8 @@ void Worker::run_one_case(const nlohmann::json& msg) {
   std::string parse_error;
   std::optional<Case> c = parse_case_id(id, &parse_error);
   RankCaseResult result;
-  if (!c || !backends_.count(c->dcp_size)) {
+  const auto& sizes = config_.dcp_sizes;
+  if (!c || std::find(sizes.begin(), sizes.end(), c->dcp_size) == sizes.end()) {
     result.case_id = id;
     result.rank = args_.rank;
     result.error = c ? fmt::format("no backend for dcp size {} at world {}", c->dcp_size,
