@@ -64,7 +64,7 @@ std::vector<Case> suite_cases(const std::string& suite, const SuiteOptions& suit
 }
 
 // The command line that reruns this selftest configuration; the table appends
-// " --mutants NAME --filter '^ID$'" to rerun one mutant on one case.
+// " --mutants NAME --fast --no-upstream" to rerun one mutant.
 std::string rerun_prefix(const SelftestOptions& o, const SessionConfig& config) {
   std::string cmd = fmt::format("dcp-check selftest --backend {} --world {} --geometry {}",
                                 o.session.backend, o.world, o.geometry.name);

@@ -145,7 +145,8 @@ SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& fact
 
 // The human table (mutant | kind | detected | how | first case | #caught |
 // upstream | note) plus the verdict lines. `rerun_prefix` is the command line
-// that reruns one mutant (" --mutants NAME --filter ID" is appended).
+// of this selftest configuration (" --mutants NAME --fast --no-upstream" is
+// appended to rerun one mutant).
 std::string format_selftest_table(const SelftestReport& report, const std::string& rerun_prefix);
 
 void to_json(nlohmann::json& j, const ProfileOutcome& p);
