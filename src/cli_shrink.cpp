@@ -2,11 +2,11 @@
 // fails, reduce it to a minimal case that still fails the same way. Exit 1
 // when the case fails (a bug, now with a smaller reproducer), 0 when it
 // passes (nothing to shrink), 2 for a bad token or flag.
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstdio>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "cli.h"
 #include "cli_common.h"

@@ -4,13 +4,13 @@
 // once, is shrunk to a minimal failing case, and can be saved as a bundle.
 // Scenario k of seed S is the same case on every machine, so `--seed S` reruns
 // a whole stress run and the replay token reruns one scenario alone.
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <random>
-
-#include <fmt/format.h>
 
 #include "cli.h"
 #include "cli_common.h"
@@ -41,16 +41,16 @@ struct StressOptions {
   int world = kMinWorld;
   GeometryOptions geometry;
   SessionOptions session;
-  std::string duration;              // "" : not given
+  std::string duration;  // "" : not given
   std::optional<int64_t> iterations;
-  std::optional<std::string> seed;   // absent: drawn from std::random_device
+  std::optional<std::string> seed;  // absent: drawn from std::random_device
   bool keep_going = false;
   bool no_shrink = false;
   int shrink_attempts = kDefaultShrinkAttempts;
   std::string shrink_time = kDefaultShrinkTime;
   std::string save_failures;
   bool check_determinism = false;
-  ReportOptions report;              // --json, -q, -v (no --junit: failures only)
+  ReportOptions report;  // --json, -q, -v (no --junit: failures only)
 };
 
 struct ValidStress {
@@ -62,7 +62,7 @@ struct ValidStress {
   bool keep_going = false;
   bool shrink = true;
   ShrinkLimits shrink_limits;
-  std::string save_dir;    // "" : no bundles
+  std::string save_dir;  // "" : no bundles
   ReportOptions report;
 };
 
@@ -80,8 +80,8 @@ ValidStress validate_stress_options(const StressOptions& o) {
   v.config.check_determinism = o.check_determinism;
   if (o.iterations) {
     if (*o.iterations < 1 || *o.iterations > kMaxIterations) {
-      throw UsageError(fmt::format("--iterations {}: must be between 1 and {}", *o.iterations,
-                                   kMaxIterations));
+      throw UsageError(
+          fmt::format("--iterations {}: must be between 1 and {}", *o.iterations, kMaxIterations));
     }
     v.iterations = *o.iterations;
   }
@@ -93,8 +93,8 @@ ValidStress validate_stress_options(const StressOptions& o) {
   v.keep_going = o.keep_going;
   v.shrink = !o.no_shrink;
   if (o.shrink_attempts < 1 || o.shrink_attempts > 100000) {
-    throw UsageError(fmt::format("--shrink-attempts {}: must be between 1 and 100000",
-                                 o.shrink_attempts));
+    throw UsageError(
+        fmt::format("--shrink-attempts {}: must be between 1 and 100000", o.shrink_attempts));
   }
   v.shrink_limits.max_attempts = o.shrink_attempts;
   v.shrink_limits.max_seconds = parse_duration_seconds(o.shrink_time);
@@ -217,14 +217,13 @@ class StressCommand {
     f.index = index;
     f.scenario = c;
     std::printf("%s scenario #%llu (%s): %s\n", paint_bad(failure_word(r)).c_str(),
-                static_cast<unsigned long long>(index), failure_type(r).c_str(),
-                r.message.c_str());
+                static_cast<unsigned long long>(index), failure_type(r).c_str(), r.message.c_str());
     print_first_mismatches(r);
     std::printf("  %s\n", r.replay.c_str());  // before shrinking: usable right away
     std::fflush(stdout);
     if (v_.shrink && is_kernel_failure(r)) {
-      f.shrunk = shrink_and_print(session_, c, r, v_.shrink_limits, stdout,
-                                  v_.report.verbosity() < 0);
+      f.shrunk =
+          shrink_and_print(session_, c, r, v_.shrink_limits, stdout, v_.report.verbosity() < 0);
     }
     f.result = std::move(r);
     if (!v_.save_dir.empty()) {
@@ -267,10 +266,9 @@ class StressCommand {
     b.stress_seed = v_.seed;
     b.stress_index = f.index;
     if (f.shrunk) {
-      b.shrunk = ShrunkCase{f.shrunk->minimal,
-                            replay_command(v_.config, v_.config.world, f.shrunk->minimal),
-                            f.shrunk->num_steps, f.shrunk->num_attempts,
-                            f.shrunk->reached_fixpoint};
+      b.shrunk = ShrunkCase{
+          f.shrunk->minimal, replay_command(v_.config, v_.config.world, f.shrunk->minimal),
+          f.shrunk->num_steps, f.shrunk->num_attempts, f.shrunk->reached_fixpoint};
     }
     b.environment = session_.environment();
     return b;
@@ -322,7 +320,8 @@ class StressCommand {
     report_.wall_s = elapsed_s();
     report_.interrupted_by = interrupts_.signal_received();
     report_.exit_code = exit_code;
-    if (!v_.report.json_path.empty()) write_file_atomically(v_.report.json_path, json().dump(2) + "\n");
+    if (!v_.report.json_path.empty())
+      write_file_atomically(v_.report.json_path, json().dump(2) + "\n");
     if (print) print_summary(exit_code);
   }
 
@@ -341,8 +340,10 @@ class StressCommand {
     nlohmann::json j = report_to_json(report_);
     nlohmann::json failures = nlohmann::json::array();
     for (const StressFailure& f : failures_) {
-      nlohmann::json fj = {{"index", f.index}, {"case_id", f.result.case_id},
-                           {"replay", f.result.replay}, {"bundle", f.bundle_path}};
+      nlohmann::json fj = {{"index", f.index},
+                           {"case_id", f.result.case_id},
+                           {"replay", f.result.replay},
+                           {"bundle", f.bundle_path}};
       if (f.shrunk) {
         fj["shrunk"] = {{"case_id", format_case_id(f.shrunk->minimal)},
                         {"replay", replay_command(v_.config, v_.config.world, f.shrunk->minimal)},
@@ -368,15 +369,17 @@ class StressCommand {
   }
 
   void print_summary(int exit_code) const {
-    std::printf("%s: %lld scenarios, %lld calls in %s (%.0f calls/s), %zu failure%s, seed 0x%016llx\n",
-                verdict_word(exit_code).c_str(), static_cast<long long>(num_scenarios_),
-                static_cast<long long>(num_calls_), format_elapsed_s(elapsed_s()).c_str(),
-                calls_per_s(), failures_.size(), failures_.size() == 1 ? "" : "s",
-                static_cast<unsigned long long>(v_.seed));
+    std::printf(
+        "%s: %lld scenarios, %lld calls in %s (%.0f calls/s), %zu failure%s, seed 0x%016llx\n",
+        verdict_word(exit_code).c_str(), static_cast<long long>(num_scenarios_),
+        static_cast<long long>(num_calls_), format_elapsed_s(elapsed_s()).c_str(), calls_per_s(),
+        failures_.size(), failures_.size() == 1 ? "" : "s",
+        static_cast<unsigned long long>(v_.seed));
     for (const StressFailure& f : failures_) {
       const bool small = f.shrunk && f.shrunk->num_steps > 0;
-      std::printf("  %s\n", small ? replay_command(v_.config, v_.config.world, f.shrunk->minimal).c_str()
-                                  : f.result.replay.c_str());
+      std::printf("  %s\n",
+                  small ? replay_command(v_.config, v_.config.world, f.shrunk->minimal).c_str()
+                        : f.result.replay.c_str());
     }
     std::fflush(stdout);
   }
@@ -423,9 +426,9 @@ CLI::App* add_stress_command(CLI::App& app, CliContext& ctx) {
       "Stress seed (decimal or 0x-hex; default: random, printed)");
   sub->add_flag("-k,--keep-going", opts->keep_going, "Do not stop at the first failure");
   sub->add_flag("--no-shrink", opts->no_shrink, "Do not shrink failures");
-  sub->add_option("--shrink-attempts", opts->shrink_attempts,
-                  fmt::format("Most candidates run per shrink (default {})",
-                              kDefaultShrinkAttempts));
+  sub->add_option(
+      "--shrink-attempts", opts->shrink_attempts,
+      fmt::format("Most candidates run per shrink (default {})", kDefaultShrinkAttempts));
   sub->add_option("--shrink-time", opts->shrink_time,
                   fmt::format("Most time per shrink (default {})", kDefaultShrinkTime));
   sub->add_option("--save-failures", opts->save_failures,

@@ -1,11 +1,11 @@
 #include "duration.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "errors.h"
 
@@ -17,11 +17,16 @@ constexpr double kMaxDurationSeconds = 7 * 24 * 3600.0;
 
 double unit_seconds(char unit) {
   switch (unit) {
-    case 's': return 1;
-    case 'm': return 60;
-    case 'h': return 3600;
-    case 'd': return 86400;
-    default: return 0;
+    case 's':
+      return 1;
+    case 'm':
+      return 60;
+    case 'h':
+      return 3600;
+    case 'd':
+      return 86400;
+    default:
+      return 0;
   }
 }
 
@@ -42,8 +47,8 @@ double parse_duration_seconds(std::string_view text) {
     // A number: digits with at most one '.', no sign, no exponent.
     size_t end = pos;
     bool seen_dot = false;
-    while (end < s.size() && (std::isdigit(static_cast<unsigned char>(s[end])) ||
-                              (s[end] == '.' && !seen_dot))) {
+    while (end < s.size() &&
+           (std::isdigit(static_cast<unsigned char>(s[end])) || (s[end] == '.' && !seen_dot))) {
       seen_dot = seen_dot || s[end] == '.';
       ++end;
     }

@@ -1,11 +1,10 @@
 #include "failure_bundle.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "errors.h"
 #include "report_json.h"

@@ -5,10 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "case.h"
 #include "results.h"
@@ -28,9 +27,9 @@ struct FailureBundle {
   Case scenario;
   CaseResult result;
   int world = 0;
-  std::string backend;  // "gpu" or "host"
-  std::string impl;     // "direct" or "stock"
-  std::string replay;   // the failure's replay line
+  std::string backend;                   // "gpu" or "host"
+  std::string impl;                      // "direct" or "stock"
+  std::string replay;                    // the failure's replay line
   std::optional<uint64_t> stress_seed;   // stress only: the run's --seed
   std::optional<uint64_t> stress_index;  // stress only: the scenario's index
   std::optional<ShrunkCase> shrunk;

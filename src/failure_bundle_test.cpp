@@ -1,14 +1,14 @@
 // Failure bundles: every Case field is recorded, 64-bit seeds survive JSON,
 // mismatches are capped, and a bad directory is a usage error up front.
-#include <doctest/doctest.h>
+#include "failure_bundle.h"
 
+#include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "errors.h"
-#include "failure_bundle.h"
 #include "geometry.h"
 
 namespace dcp {
@@ -65,10 +65,10 @@ TEST_CASE("failure bundle JSON records the scenario, seeds and capped mismatches
   CHECK_FALSE(j.contains("shrunk"));
   CHECK(j["environment"].contains("git_revision"));  // even without a session
   // Every field of the Case struct is present (a new field must be added here).
-  for (const char* key : {"dcp_size", "geometry", "out_dtype", "lse_dtype", "lse_base",
-                          "num_tokens", "out_pad_elems", "lse_pad_elems", "empty", "special",
-                          "num_slots", "mode", "num_calls", "num_layers", "skew", "epoch_start",
-                          "seed"}) {
+  for (const char* key :
+       {"dcp_size", "geometry", "out_dtype", "lse_dtype", "lse_base", "num_tokens", "out_pad_elems",
+        "lse_pad_elems", "empty", "special", "num_slots", "mode", "num_calls", "num_layers", "skew",
+        "epoch_start", "seed"}) {
     CAPTURE(key);
     CHECK(j["scenario"].contains(key));
   }

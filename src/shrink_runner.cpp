@@ -1,8 +1,8 @@
 #include "shrink_runner.h"
 
-#include <chrono>
-
 #include <fmt/format.h>
+
+#include <chrono>
 
 #include "cli_common.h"
 #include "errors.h"
@@ -38,8 +38,8 @@ CaseResult RestartingSession::run(const Case& c, const std::string& suite) {
 std::string describe_shrink(const ShrinkOutcome& o, double seconds) {
   return fmt::format("{} step{}, {} attempt{} in {:.2f}s ({})", o.num_steps,
                      o.num_steps == 1 ? "" : "s", o.num_attempts, o.num_attempts == 1 ? "" : "s",
-                     seconds, o.reached_fixpoint ? "no smaller variant fails"
-                                                 : "stopped: " + o.stop_reason);
+                     seconds,
+                     o.reached_fixpoint ? "no smaller variant fails" : "stopped: " + o.stop_reason);
 }
 
 ShrinkOutcome shrink_and_print(RestartingSession& session, const Case& failing,
@@ -72,8 +72,7 @@ ShrinkOutcome shrink_and_print(RestartingSession& session, const Case& failing,
   if (!o.minimal_result.message.empty()) {
     std::fprintf(out, "  %s\n", o.minimal_result.message.c_str());
   }
-  std::fprintf(out, "  replay token: %s\n",
-               format_replay_token(session.config().world, m).c_str());
+  std::fprintf(out, "  replay token: %s\n", format_replay_token(session.config().world, m).c_str());
   std::fprintf(out, "  %s\n", replay_command(session.config(), session.config().world, m).c_str());
   std::fflush(out);
   return o;

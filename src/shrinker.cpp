@@ -1,10 +1,10 @@
 #include "shrinker.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <stdexcept>
 #include <unordered_set>
-
-#include <fmt/format.h>
 
 #include "run_report.h"
 

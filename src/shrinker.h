@@ -25,12 +25,12 @@ struct ShrinkLimits {
 };
 
 struct ShrinkOutcome {
-  Case minimal;                // the smallest case found that still fails
-  CaseResult minimal_result;   // its result (the original's when no step was taken)
-  int num_steps = 0;           // accepted candidates
-  int num_attempts = 0;        // candidates run
+  Case minimal;                   // the smallest case found that still fails
+  CaseResult minimal_result;      // its result (the original's when no step was taken)
+  int num_steps = 0;              // accepted candidates
+  int num_attempts = 0;           // candidates run
   bool reached_fixpoint = false;  // false: a budget ran out first
-  std::string stop_reason;     // "fixpoint", "attempt budget (200)", "time budget (600 s)"
+  std::string stop_reason;        // "fixpoint", "attempt budget (200)", "time budget (600 s)"
 };
 
 // A failure of the kernel: a check mismatch (kFail), or a kError that a rank

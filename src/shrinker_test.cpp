@@ -1,4 +1,6 @@
 // The shrinker against a fake runner (no processes), and the duration parser.
+#include "shrinker.h"
+
 #include <doctest/doctest.h>
 
 #include <stdexcept>
@@ -10,7 +12,6 @@
 #include "geometry.h"
 #include "random_case.h"
 #include "shrink.h"
-#include "shrinker.h"
 
 namespace dcp {
 namespace {
@@ -218,8 +219,9 @@ TEST_CASE("durations: units, combinations and plain seconds") {
 }
 
 TEST_CASE("durations: bad values are usage errors") {
-  for (const char* bad : {"", "0", "0s", "-5", "-5s", "10x", "m", "s10", "1m30", "30s1m", "1m1m",
-                          "10ss", "1e3", ".", "1..5s", " 10s", "10s ", "8d", "nan", "inf"}) {
+  for (const char* bad :
+       {"",     "0",    "0s",  "-5", "-5s",   "10x",  "m",    "s10", "1m30", "30s1m",
+        "1m1m", "10ss", "1e3", ".",  "1..5s", " 10s", "10s ", "8d",  "nan",  "inf"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(parse_duration_seconds(bad), UsageError);
   }
