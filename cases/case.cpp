@@ -141,6 +141,14 @@ std::string bad(std::string_view tok, std::string_view expected) {
 std::string validate(const Case& c) {
   const Geometry& g = c.geometry;
   if (c.dcp_size < 2) return fmt::format("dcp size {} must be >= 2", c.dcp_size);
+  // Generous sanity limits that keep every stride and buffer size in range.
+  if (c.dcp_size > 64 || g.heads_per_rank > 4096 || g.head_dim > 65536 || g.max_tokens > 65536 ||
+      g.storage_heads > 65536 || c.out_pad_elems > (1 << 24) || c.lse_pad_elems > (1 << 24) ||
+      c.num_calls > 100000 || c.num_layers > 1000 ||
+      int64_t{c.dcp_size} * g.heads_per_rank * g.head_dim > (1 << 26)) {
+    return "sizes out of range (dcp <= 64, W*H*D <= 2^26, pads <= 2^24, calls <= 1e5, layers "
+           "<= 1000)";
+  }
   if (g.heads_per_rank < 1) return "heads per rank must be >= 1";
   if (g.head_dim < 8 || g.head_dim % 8 != 0) {
     return fmt::format("head dim {} must be a positive multiple of 8", g.head_dim);

@@ -139,6 +139,10 @@ TEST_CASE("malformed ids are rejected with a message naming the bad token") {
       {"dcp4-kimi-bf16-lsefp32-base2-t17-contig-emptyone-ub3-graph4-s1a2b3c", "ub3"},
       {"dcp4-kimi-bf16-lsefp32-base2-t17-contig-emptyone-ub2-graph0-s1a2b3c", "call count"},
       {"dcp4-h8d500m128-bf16-lsefp32-base2-t17-contig-emptyone-ub2-graph4-s1a2b3c", "head dim"},
+      {"dcp4-h4096d65536m128-bf16-lsefp32-base2-t17-contig-emptyone-ub2-graph4-s1a2b3c",
+       "out of range"},
+      {"dcp4-kimi-bf16-lsefp32-base2-t17-contig-emptyone-ub2-graph99999999999-s1a2b3c",
+       "'graph99999999999'"},
       // Not canonical: an explicit default or a short seed.
       {"dcp4-kimi-bf16-lsefp32-base2-t17-contig-emptyone-ub2-graph4-l1-s1a2b3c", "canonical"},
       {"dcp4-kimi-bf16-lsefp32-base2-t17-contig-emptyone-ub2-graph4-s1", "canonical"},
