@@ -106,7 +106,9 @@ class RunCommand {
     // case that errored while we were being interrupted did not fail.
     if (const int sig = interrupts_.signal_received(); sig && r.status == CaseStatus::kError) {
       r.status = CaseStatus::kSkipped;
-      r.message = fmt::format("interrupted by {} while running ({})", signal_name(sig), r.message);
+      if (r.message.find("interrupted") == std::string::npos) {
+        r.message = fmt::format("interrupted by {} while running ({})", signal_name(sig), r.message);
+      }
     }
     if (r.status == CaseStatus::kError) last_error_ = r.case_id;  // its message is in its own result
     term_.case_finished(static_cast<int>(i), r);
