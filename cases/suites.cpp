@@ -1,6 +1,7 @@
-// Suites. `default` is a greedy pairwise covering array over the main axes
-// (every pair of values of any two main axes appears in some case), with the
-// secondary axes cycled over its rows, plus the upstream test's own cases.
+// Suites. `default` is a greedy pairwise covering array, built once per DCP
+// group size, over the main axes and the secondary ones (every pair of values
+// of any two axes appears with every group size), plus the upstream test's
+// own cases. `full` is the product of the main axes, secondary axes cycled.
 #include "suites.h"
 
 #include <fmt/format.h>
@@ -57,16 +58,17 @@ struct Axes {
   std::vector<int> token_counts;
   // Values per axis, in Axis order; `with_secondary` adds the secondary axes.
   std::vector<int> sizes(bool with_secondary) const {
+    auto n = [](const auto& values) { return static_cast<int>(std::size(values)); };
     std::vector<int> s = {static_cast<int>(dcp_sizes.size()),
-                          2,
-                          3,
-                          2,
+                          n(kOut),
+                          n(kLse),
+                          n(kBase),
                           static_cast<int>(token_counts.size()),
-                          4,
-                          5,
-                          4,
-                          2};
-    if (with_secondary) s.insert(s.end(), {6, 2, 2, 2});
+                          n(kStrides),
+                          n(kEmpty),
+                          n(kModes),
+                          n(kSlots)};
+    if (with_secondary) s.insert(s.end(), {n(kSpecials), 2, n(kLayers), 2});  // skew, epoch: 2
     return s;
   }
 };
