@@ -50,8 +50,10 @@ int shrink_command_main(const ShrinkOptions& o) {
                 token.world, config.backend == BackendKind::kHost ? "host" : "gpu");
     std::fflush(stdout);
   }
+  InterruptGuard interrupts;  // Ctrl-C stops the shrink between candidates
   RestartingSession session(config);
   const CaseResult first = session.run(c, kShrinkSuite);
+  if (const int sig = interrupts.signal_received()) return 128 + sig;
   if (first.status == CaseStatus::kSkipped) {
     throw HarnessError(fmt::format("{} did not run: {}", first.case_id, first.message));
   }
@@ -75,7 +77,9 @@ int shrink_command_main(const ShrinkOptions& o) {
                 std::string(to_string(first.status)).c_str());
     return exit_code_for({first}, 0);
   }
+  limits.cancelled = [&interrupts] { return interrupts.signal_received() != 0; };
   shrink_and_print(session, c, first, limits, stdout, o.quiet);
+  if (const int sig = interrupts.signal_received()) return 128 + sig;
   return kExitKernelFailure;
 }
 

@@ -222,8 +222,9 @@ class StressCommand {
     std::printf("  %s\n", r.replay.c_str());  // before shrinking: usable right away
     std::fflush(stdout);
     if (v_.shrink && is_kernel_failure(r)) {
-      f.shrunk =
-          shrink_and_print(session_, c, r, v_.shrink_limits, stdout, v_.report.verbosity() < 0);
+      ShrinkLimits limits = v_.shrink_limits;
+      limits.cancelled = [this] { return interrupts_.signal_received() != 0; };
+      f.shrunk = shrink_and_print(session_, c, r, limits, stdout, v_.report.verbosity() < 0);
     }
     f.result = std::move(r);
     if (!v_.save_dir.empty()) {

@@ -47,6 +47,10 @@ ShrinkOutcome shrink_case(const Case& failing, const CaseResult& failing_result,
         out.stop_reason = fmt::format("attempt budget ({})", limits.max_attempts);
         return out;
       }
+      if (limits.cancelled && limits.cancelled()) {
+        out.stop_reason = "interrupted";
+        return out;
+      }
       if (seconds_used() >= limits.max_seconds) {
         out.stop_reason = fmt::format("time budget ({:g} s)", limits.max_seconds);
         return out;

@@ -22,6 +22,9 @@ using CandidateGenerator = std::function<std::vector<Case>(const Case&)>;
 struct ShrinkLimits {
   int max_attempts = 200;    // candidates actually run (cached passes are free)
   double max_seconds = 600;  // wall clock for the whole shrink
+  // Polled before every attempt (e.g. a SIGINT flag): true stops the shrink
+  // with what it has. After Ctrl-C every candidate would only error out.
+  std::function<bool()> cancelled;
 };
 
 struct ShrinkOutcome {

@@ -183,6 +183,15 @@ TEST_CASE("shrinker stops at the attempt budget and at the time budget") {
   CHECK(out.minimal == start);
   CHECK(out.num_steps == 0);
   CHECK_FALSE(out.reached_fixpoint);
+
+  FakeRunner cancelled_run;
+  limits = ShrinkLimits{};
+  limits.cancelled = [&cancelled_run] { return cancelled_run.num_runs >= 2; };
+  out = shrink_case(start, result_with(CaseStatus::kFail), std::ref(cancelled_run), toy_candidates,
+                    limits);
+  CHECK(cancelled_run.num_runs == 2);
+  CHECK(out.stop_reason == "interrupted");
+  CHECK_FALSE(out.reached_fixpoint);
 }
 
 TEST_CASE("shrinker terminates on a cyclic candidate generator and rejects passing input") {
