@@ -366,6 +366,8 @@ class StressCommand {
                    {"num_sessions", session_.num_started()},
                    {"keep_going", v_.keep_going},
                    {"failures", failures}};
+    // A test-only broken variant ran: a reader must never take this for the real kernel.
+    if (v_.config.mutant != 0) j["stress"]["mutant"] = v_.config.mutant;
     return j;
   }
 
