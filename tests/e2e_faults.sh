@@ -41,15 +41,25 @@ finish() {  # finish LIMIT_S: waits for PID (SIGKILL past the limit: RC 124)
   done
   wait "$PID"
   RC=$?
-  ELAPSED=$(echo "$(date +%s.%N) - $T0" | bc)
+  ELAPSED=$(awk -v a="$(date +%s.%N)" -v b="$T0" 'BEGIN { printf "%.2f", a - b }')
 }
 
 # Nothing of run $PID may survive it: workers carry --run-id <pid>-..., shared
 # memory and the run directory carry the pid too.
+# The worker processes of run PID (their command line carries --run-id PID-...),
+# read from /proc so the test needs nothing beyond bash and coreutils.
+run_workers() {
+  # Workers' argv holds the run id "<pid>-<8 hex>" as one argument; the bracket
+  # keeps this grep from matching its own command line.
+  grep -zlE -- "^[${1:0:1}]${1:1}-[0-9a-f]{8}\$" /proc/[0-9]*/cmdline 2>/dev/null |
+    sed -e 's|^/proc/||' -e 's|/cmdline$||'
+  return 0
+}
+
 leftovers() {
   local what=""
   sleep 0.2  # let the kernel finish reaping workers killed by PR_SET_PDEATHSIG
-  pgrep -f -- "--run-id ${PID}-" >/dev/null && what+=" worker-processes"
+  [[ -n $(run_workers "$PID") ]] && what+=" worker-processes"
   ls /dev/shm 2>/dev/null | grep -q "^dcp-check-${PID}-" && what+=" shm:$(ls /dev/shm | grep "^dcp-check-${PID}-" | tr '\n' ' ')"
   ls -d "${TMPDIR:-/tmp}/dcp-check.${PID}."* /tmp/dcp-check."${PID}".* >/dev/null 2>&1 && what+=" run-dir"
   echo "$what"
@@ -60,7 +70,7 @@ check() {  # check NAME WANT_RC MAX_S PATTERN...: exit code, time bound, output,
   shift 3
   local ok=1
   if [[ $RC -ne $want ]]; then fail "$name: exit $RC, want $want"; ok=0; fi
-  if (($(echo "$ELAPSED > $max_s" | bc))); then fail "$name: took ${ELAPSED}s, bound ${max_s}s"; ok=0; fi
+  if awk -v t="$ELAPSED" -v m="$max_s" 'BEGIN { exit !(t > m) }'; then fail "$name: took ${ELAPSED}s, bound ${max_s}s"; ok=0; fi
   for pattern in "$@"; do
     if ! grep -Eq -- "$pattern" "$WORK/out" "$WORK/err"; then fail "$name: output lacks /$pattern/"; ok=0; fi
   done
@@ -69,7 +79,7 @@ check() {  # check NAME WANT_RC MAX_S PATTERN...: exit code, time bound, output,
   if [[ -n $left ]]; then
     fail "$name: left behind:$left"
     ok=0
-    pkill -KILL -f -- "--run-id ${PID}-" 2>/dev/null  # do not poison later tests
+    kill -KILL $(run_workers "$PID") 2>/dev/null  # do not poison later tests
   fi
   ((ok)) && echo "ok   $name (exit $RC in ${ELAPSED}s)"
   return 0
