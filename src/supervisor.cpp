@@ -23,25 +23,12 @@
 #include <fmt/ranges.h>
 
 #include "errors.h"
+#include "gpu_env.h"
 #include "host_backend.h"
 #include "suites.h"
 #include "supervisor_impl.h"
 #include "version.h"
 #include "worker_protocol.h"
-
-// The GPU probe (src/gpu_env.h) belongs to the GPU backend; until it exists a
-// build still works and reports no GPU, which is the truth for this binary.
-#if __has_include("gpu_env.h")
-#include "gpu_env.h"
-#else
-namespace dcp {
-inline int count_gpus(std::string* reason) {
-  *reason = "this dcp-check was built without the GPU probe (src/gpu_env.h)";
-  return 0;
-}
-inline void fill_gpu_environment(EnvironmentInfo*) {}
-}  // namespace dcp
-#endif
 
 namespace dcp {
 namespace {

@@ -15,22 +15,13 @@
 
 #include "case_runner.h"
 #include "errors.h"
+#include "gpu_backend.h"
 #include "host_backend.h"
 #include "socket_channel.h"
 #include "socket_rendezvous.h"
 #include "status_board.h"
 #include "worker_protocol.h"
 
-#if __has_include("gpu_backend.h")
-#include "gpu_backend.h"
-#else
-namespace dcp {
-// Until src/gpu_backend.h exists the GPU backend cannot be built; say so.
-inline std::unique_ptr<RankBackend> make_gpu_backend(const BackendConfig&, Rendezvous&) {
-  throw UsageError("this dcp-check was built without the GPU backend; use --backend host");
-}
-}  // namespace dcp
-#endif
 
 namespace dcp {
 namespace {
