@@ -7,8 +7,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
-#include <cstdlib>
+#include <functional>
 #include <string_view>
 
 #include "errors.h"
@@ -193,6 +194,8 @@ std::string_view to_string(DetectHow h) {
       return "crash";
     case DetectHow::kError:
       return "error";
+    case DetectHow::kHarness:
+      return "harness-error";
   }
   return "?";
 }

@@ -366,6 +366,8 @@ TEST_CASE("a mutant caught only by a harness error says so") {
   CHECK(report.mutants[0].verdict == MutantVerdict::kDetected);
   CHECK(report.mutants[0].strict.how == DetectHow::kHarness);
   CHECK(report.mutants[0].note.find("only by a harness error") != std::string::npos);
+  CHECK(to_string(DetectHow::kHarness) == "harness-error");
+  CHECK(format_selftest_table(report, "x").find("harness-error") != std::string::npos);
 }
 
 TEST_CASE("select_mutants picks by name or id and rejects unknown names") {
