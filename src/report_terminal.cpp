@@ -119,8 +119,8 @@ std::vector<std::string> failures_by_axis(const std::vector<CaseResult>& cases,
 
 std::string format_mismatch(const Mismatch& m) {
   std::string line = fmt::format(
-      "rank {} op {} token {} head {} dim {}: got {:.9g} want {:.9g} ({:.1f} ulps, tolerance "
-      "{:.1f})",
+      "rank {} op {} token {} head {} dim {}: got {:.9g} want {:.9g} ({:.3g} ulps, tolerance "
+      "{:.3g})",
       m.rank, m.op_idx, m.token, m.head, m.dim, m.got, m.want, m.err_ulps, m.tolerance_ulps);
   if (!m.likely_source.empty()) line += "; likely " + m.likely_source;
   return line;
