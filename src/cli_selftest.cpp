@@ -13,6 +13,7 @@
 #include "cli_common.h"
 #include "errors.h"
 #include "options.h"
+#include "report_json.h"
 #include "selftest.h"
 #include "session.h"
 #include "suites.h"
@@ -140,6 +141,7 @@ int run_selftest_command(const SelftestOptions& o) {
     j["world"] = o.world;
     j["geometry"] = o.geometry.name;
     j["timeout_s"] = base.timeout_s;
+    if (report.environment) j["environment"] = environment_to_json(*report.environment);
     std::ofstream out(o.json_path);
     out << j.dump(2) << "\n";
     if (!out) throw HarnessError(fmt::format("--json {}: write failed", o.json_path));

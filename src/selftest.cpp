@@ -336,6 +336,7 @@ SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& fact
                               .suite = plan.suite,
                               .failures = &report.correct_failures,
                               .env = &env});
+  if (!env.backend.empty()) report.environment = env;  // empty: no session started
   report.backend = env.backend;
   report.ranks_share_gpu = env.ranks_share_gpu;
   if (report.correct.interrupted_by != 0) {
@@ -500,9 +501,13 @@ std::string format_selftest_table(const SelftestReport& report, const std::strin
   for (const auto& m : report.mutants) {
     if (m.upstream && !m.upstream->detected) missed_upstream.push_back(m.mutant.name);
   }
+  const std::string mps = report.environment && !report.environment->mps_mode.empty()
+                              ? " (MPS " + report.environment->mps_mode + ")"
+                              : std::string();
   out += fmt::format("mutants: {} detected, {} survived, {} not catchable here (of {}){}\n",
                      report.num_detected(), report.num_survived(), report.num_not_catchable_here(),
-                     report.mutants.size(), report.ranks_share_gpu ? "; ranks share a GPU" : "");
+                     report.mutants.size(),
+                     report.ranks_share_gpu ? "; ranks share a GPU" + mps : std::string());
   if (report.correct_upstream && !report.mutants.empty()) {
     out += missed_upstream.empty()
                ? std::string("upstream profile: catches every mutant\n")

@@ -118,7 +118,8 @@ struct SelftestReport {
   std::string suite;
   std::string backend;  // "gpu" or "host"
   bool ranks_share_gpu = false;
-  ProfileOutcome correct;  // the suite on the correct kernel
+  std::optional<EnvironmentInfo> environment;  // of the first session; absent if none started
+  ProfileOutcome correct;                      // the suite on the correct kernel
   std::optional<ProfileOutcome> correct_upstream;
   std::vector<CaseResult> correct_failures;  // up to a few, for the message
   bool correct_passed = false;               // both runs above passed: mutants were run

@@ -138,6 +138,9 @@ TEST_CASE("every mutant detected: exit 0, counts and first case recorded") {
   // One fresh session for the correct kernel and each mutant; no upstream column.
   CHECK(h.sessions == std::vector<std::string>{"m0", "m1", "m2"});
   CHECK_FALSE(report.mutants[0].upstream.has_value());
+  REQUIRE(report.environment.has_value());
+  CHECK(report.environment->backend == "gpu");
+  CHECK(report.ranks_share_gpu);
   const std::string table = format_selftest_table(report, "dcp-check selftest");
   CHECK(table.find("late") != std::string::npos);
   CHECK(table.find("2/4") != std::string::npos);
