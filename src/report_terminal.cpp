@@ -62,6 +62,7 @@ TerminalStyle detect_terminal_style(int verbosity) {
 std::vector<std::pair<std::string, std::string>> case_axes(const Case& c) {
   return {
       {"dcp", std::to_string(c.dcp_size)},
+      {"geometry", c.geometry.name.empty() ? "custom" : c.geometry.name},
       {"out", std::string(to_string(c.out_dtype))},
       {"lse", std::string(to_string(c.lse_dtype))},
       {"base", std::string(to_string(c.lse_base))},
