@@ -87,8 +87,8 @@ void run_batches(const Case& c, RankBackend& backend, const CaseRunContext& ctx,
                  RankCaseResult& result) {
   const BackendConfig& bc = *ctx.backend_config;
   const FaultSpec& fault = ctx.fault;
-  const bool fault_here = fault.kind != FaultSpec::Kind::kNone &&
-                          fault.rank == bc.global_rank && fault.case_index == ctx.case_index;
+  const bool fault_here = fault.kind != FaultSpec::Kind::kNone && fault.rank == bc.global_rank &&
+                          fault.case_index == ctx.case_index;
   // An op past the end of the case fires at its last op, so a fault always fires.
   const int fault_op = std::clamp(fault.op_idx, 0, std::max(0, num_ops(c) - 1));
   uint64_t hash = kFnvOffset;
@@ -96,7 +96,8 @@ void run_batches(const Case& c, RankBackend& backend, const CaseRunContext& ctx,
     if (planned.calls.empty()) continue;
     Batch batch;
     batch.mode = planned.mode;
-    for (const PlannedCall& call : planned.calls) batch.calls.push_back(make_call_inputs(c, bc, call));
+    for (const PlannedCall& call : planned.calls)
+      batch.calls.push_back(make_call_inputs(c, bc, call));
     const bool fire = fault_here && batch_has_op(planned, fault_op);
     if (fire) fire_pre_dispatch_fault(fault, bc, backend.name());
     if (ctx.progress) ctx.progress(planned.calls.front().op_idx);
@@ -109,9 +110,12 @@ void run_batches(const Case& c, RankBackend& backend, const CaseRunContext& ctx,
         corrupt_output(outputs[i]);
       }
       hash = fnv1a(hash, outputs[i]);
-      accumulate_check(result, check_call_output(c, bc.group_idx, bc.group_rank, bc.global_rank,
-                                                 op, outputs[i], ctx.profile));
+      accumulate_check(result, check_call_output(c, bc.group_idx, bc.group_rank, bc.global_rank, op,
+                                                 outputs[i], ctx.profile));
       if (ctx.progress) ctx.progress(op);
+    }
+    if (ctx.outputs != nullptr) {
+      for (auto& out : outputs) ctx.outputs->push_back(std::move(out));
     }
   }
   result.output_hash = hash;

@@ -22,6 +22,9 @@ struct CaseRunContext {
   // Heartbeat: called before each batch (with its first op) and after each
   // call is checked, so the supervisor's deadline is per call, not per case.
   std::function<void(int op_idx)> progress;
+  // If set, receives every call's output in op order (--impl both compares the
+  // direct and stock outputs bit for bit: impl_agreement.h).
+  std::vector<std::vector<uint8_t>>* outputs = nullptr;
 };
 
 // Never throws for kernel or harness faults: they become result.error and

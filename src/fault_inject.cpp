@@ -1,7 +1,6 @@
 // Test-only device faults. Real CUDA calls on the GPU backend, so the error
 // path is the one a failing kernel launch or allocation takes.
 #include <cuda_runtime_api.h>
-
 #include <fmt/format.h>
 
 #include "case_runner.h"
@@ -12,9 +11,9 @@ namespace dcp {
 void throw_injected_device_fault(FaultSpec::Kind kind, bool gpu, int rank) {
   const bool oom = kind == FaultSpec::Kind::kOom;
   if (!gpu) {
-    throw KernelFault(fmt::format(
-        "rank {}: injected {} (host model of {})", rank, oom ? "oom" : "cuda_error",
-        oom ? "cudaErrorMemoryAllocation: out of memory" : "a failing CUDA call"));
+    throw KernelFault(
+        fmt::format("rank {}: injected {} (host model of {})", rank, oom ? "oom" : "cuda_error",
+                    oom ? "cudaErrorMemoryAllocation: out of memory" : "a failing CUDA call"));
   }
   cudaError_t err = cudaSuccess;
   if (oom) {

@@ -1,6 +1,7 @@
 #include "host_backend.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -15,8 +16,6 @@
 #include <cstring>
 #include <limits>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "errors.h"
 #include "host_combine.h"
@@ -145,9 +144,9 @@ class HostBackend final : public RankBackend {
 
   BackendConfig config_;
   SegmentLayout layout_;
-  int me_ = 0;                                  // group rank
+  int me_ = 0;                                   // group rank
   std::vector<std::unique_ptr<Segment>> peers_;  // by group rank; peers_[me_] is ours
-  WaitStatus local_status_{};                   // used when no status board is given
+  WaitStatus local_status_{};                    // used when no status board is given
   WaitStatus* status_ = nullptr;
 };
 
@@ -166,8 +165,8 @@ HostBackend::HostBackend(const BackendConfig& config, Rendezvous& rendezvous)
   }
   const std::string tag = fmt::format("host-g{}x{}", config.dcp_size, config.group_idx);
   peers_.resize(config.dcp_size);
-  const std::string mine = host_segment_name(config.run_id, config.dcp_size, config.group_idx,
-                                             config.global_rank);
+  const std::string mine =
+      host_segment_name(config.run_id, config.dcp_size, config.group_idx, config.global_rank);
   peers_[me_] = std::make_unique<Segment>(mine, layout_.total_bytes, /*create=*/true);
   auto names = rendezvous.allgather(tag + "-created", config.members, mine);
   for (int i = 0; i < config.dcp_size; ++i) {
@@ -184,8 +183,8 @@ void HostBackend::validate(const Case& c) const {
   DCP_CHECK(c.dcp_size == config_.dcp_size && c.geometry.heads_per_rank == g.heads_per_rank &&
                 c.geometry.head_dim == g.head_dim && c.num_tokens >= 1 &&
                 c.num_tokens <= g.max_tokens && c.num_slots >= 1 && c.num_slots <= kMaxSlots,
-            HarnessError, "host backend (dcp {}, h{} d{} m{}) cannot run case {}",
-            config_.dcp_size, g.heads_per_rank, g.head_dim, g.max_tokens, format_case_id(c));
+            HarnessError, "host backend (dcp {}, h{} d{} m{}) cannot run case {}", config_.dcp_size,
+            g.heads_per_rank, g.head_dim, g.max_tokens, format_case_id(c));
   DCP_CHECK(c.out_dtype != DType::kFp32, HarnessError,
             "host backend: output dtype must be fp16 or bf16");
 }
@@ -264,14 +263,16 @@ void HostBackend::copy_payload(const Case& c, const CallInputs& call, int dest, 
     const bool masked =
         masking && math::token_masked(call.seq_lens.data(), call.query_start_loc.data(),
                                       static_cast<int>(call.seq_lens.size()), t);
-    const uint8_t* lse_row = call.partial_lse.data() + t * lse_stride * (c.lse_dtype == DType::kFp32 ? 4 : 2);
+    const uint8_t* lse_row =
+        call.partial_lse.data() + t * lse_stride * (c.lse_dtype == DType::kFp32 ? 4 : 2);
     for (int h = 0; h < h_count; ++h) {
       const int head = dest * h_count + h;
       const size_t row = layout_.row_index(slot, parity, me_, t, h);
       lse[row] = masked ? math::neg_inf()
                         : math::lse_to_base2(load_lse(c.lse_dtype, lse_row, head), base_e);
       if (!masked) {
-        std::memcpy(out + row * d_count, src_out + t * out_stride + static_cast<size_t>(head) * d_count,
+        std::memcpy(out + row * d_count,
+                    src_out + t * out_stride + static_cast<size_t>(head) * d_count,
                     d_count * sizeof(uint16_t));
       }
     }

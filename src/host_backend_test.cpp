@@ -4,6 +4,7 @@
 #include "host_backend.h"
 
 #include <dirent.h>
+#include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,8 +14,6 @@
 #include <map>
 #include <mutex>
 #include <thread>
-
-#include <doctest/doctest.h>
 
 #include "case_runner.h"
 #include "errors.h"
@@ -34,9 +33,8 @@ class Hub {
     Round& round = rounds_[key];
     round.data[rank] = mine;
     cv_.notify_all();
-    const bool done = cv_.wait_for(lock, std::chrono::seconds(60), [&] {
-      return rounds_[key].data.size() == members.size();
-    });
+    const bool done = cv_.wait_for(lock, std::chrono::seconds(60),
+                                   [&] { return rounds_[key].data.size() == members.size(); });
     if (!done) throw HarnessError("test rendezvous timed out: " + key);
     Round& r = rounds_[key];
     std::vector<std::string> out;
@@ -77,7 +75,8 @@ int count_shm_with_prefix(const std::string& run_id) {
   const std::string prefix = "dcp-check-" + run_id + "-";
   int n = 0;
   if (DIR* dir = opendir("/dev/shm")) {
-    while (dirent* e = readdir(dir)) n += std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0;
+    while (dirent* e = readdir(dir))
+      n += std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0;
     closedir(dir);
   }
   return n;

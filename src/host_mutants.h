@@ -10,10 +10,11 @@ namespace dcp {
 
 enum HostMutantId : int {
   kHostMutantNone = 0,
-  kHostMutantSingleParity = 1,  // parity is always 0: a fast rank overwrites a half a peer still reads
-  kHostMutantEarlySignal = 2,   // the flag is released before the payload is copied
+  kHostMutantSingleParity =
+      1,  // parity is always 0: a fast rank overwrites a half a peer still reads
+  kHostMutantEarlySignal = 2,       // the flag is released before the payload is copied
   kHostMutantNoBaseConversion = 3,  // base-e LSEs are combined as if they were base 2
-  kHostMutantStaleWait = 4,     // the wait accepts any nonzero flag instead of this epoch
+  kHostMutantStaleWait = 4,         // the wait accepts any nonzero flag instead of this epoch
 };
 
 struct HostMutantInfo {

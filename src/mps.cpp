@@ -1,6 +1,7 @@
 #include "mps.h"
 
 #include <dirent.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,8 +14,6 @@
 #include <fstream>
 #include <iterator>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "errors.h"
 #include "supervisor_process.h"
@@ -98,8 +97,8 @@ MpsController::MpsController(MpsMode mode, bool gpu_backend, int world, int num_
       if (!shared) {
         description_ = "auto: off (every rank has its own GPU)";
       } else if (control_pipe_exists(user_pipe_dir())) {
-        description_ = fmt::format("auto: user daemon at {} ({}% of SMs per rank)",
-                                   user_pipe_dir(), percentage);
+        description_ = fmt::format("auto: user daemon at {} ({}% of SMs per rank)", user_pipe_dir(),
+                                   percentage);
         set_ = {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", pct}};
       } else {
         description_ = "auto: off (no MPS daemon reachable; ranks sharing a GPU time-slice)";
@@ -124,9 +123,8 @@ void MpsController::start_private_daemon(const std::string& run_dir, int percent
   control_binary_ = *binary;
   const std::string pipe_dir = run_dir + "/mps-pipe";
   log_dir_ = run_dir + "/mps-log";
-  DCP_CHECK(mkdir(pipe_dir.c_str(), 0700) == 0 && mkdir(log_dir_.c_str(), 0700) == 0,
-            HarnessError, "cannot create MPS directories in {}: {}", run_dir,
-            std::strerror(errno));
+  DCP_CHECK(mkdir(pipe_dir.c_str(), 0700) == 0 && mkdir(log_dir_.c_str(), 0700) == 0, HarnessError,
+            "cannot create MPS directories in {}: {}", run_dir, std::strerror(errno));
   pipe_dir_ = pipe_dir;  // from here on stop() cleans up, whatever happens next
   const auto env = make_environment(
       {{"CUDA_MPS_PIPE_DIRECTORY", pipe_dir_}, {"CUDA_MPS_LOG_DIRECTORY", log_dir_}}, {});

@@ -29,7 +29,8 @@ class MpsController {
  public:
   // Decides the mode and, for `on` with shared GPUs, starts the private daemon.
   // run_dir must exist and outlive this object.
-  MpsController(MpsMode mode, bool gpu_backend, int world, int num_gpus, const std::string& run_dir);
+  MpsController(MpsMode mode, bool gpu_backend, int world, int num_gpus,
+                const std::string& run_dir);
   MpsController(const MpsController&) = delete;
   MpsController& operator=(const MpsController&) = delete;
   ~MpsController();  // stop()

@@ -5,6 +5,7 @@
 // behind even when it ignores `quit`.
 #include "mps.h"
 
+#include <doctest/doctest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,8 +15,6 @@
 #include <fstream>
 #include <optional>
 #include <string>
-
-#include <doctest/doctest.h>
 
 #include "errors.h"
 

@@ -31,8 +31,8 @@ sockaddr_un make_address(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   DCP_CHECK(path.size() < sizeof(addr.sun_path), HarnessError,
-            "socket path too long ({} bytes, limit {}): {}", path.size(),
-            sizeof(addr.sun_path) - 1, path);
+            "socket path too long ({} bytes, limit {}): {}", path.size(), sizeof(addr.sun_path) - 1,
+            path);
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   return addr;
 }
@@ -117,8 +117,7 @@ void SocketChannel::send(const nlohmann::json& msg, double timeout_s) {
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
       DCP_THROW(HarnessError, "socket send failed: {}", std::strerror(errno));
     }
-    DCP_CHECK(Clock::now() < deadline, HarnessError, "socket send timed out after {} s",
-              timeout_s);
+    DCP_CHECK(Clock::now() < deadline, HarnessError, "socket send timed out after {} s", timeout_s);
     pollfd p{fd_, POLLOUT, 0};
     poll(&p, 1, std::max(1, std::min(ms_until(deadline), 100)));
   }

@@ -3,11 +3,10 @@
 // neither the supervisor nor a worker can wait forever on the other.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace dcp {
 
@@ -15,7 +14,7 @@ namespace dcp {
 class LineBuffer {
  public:
   static constexpr size_t kMaxLineBytes = size_t{64} << 20;
-  void append(std::string_view bytes);  // throws HarnessError past kMaxLineBytes unterminated
+  void append(std::string_view bytes);     // throws HarnessError past kMaxLineBytes unterminated
   std::optional<std::string> next_line();  // without the '\n'
   size_t buffered_bytes() const { return data_.size() - consumed_; }
 

@@ -1,11 +1,10 @@
 #include "socket_channel.h"
 
+#include <doctest/doctest.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
-
-#include <doctest/doctest.h>
 
 #include "errors.h"
 

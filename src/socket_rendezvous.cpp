@@ -12,7 +12,8 @@ std::vector<std::string> SocketRendezvous::allgather(const std::string& key,
                                                      const std::string& mine) {
   DCP_CHECK(std::find(members.begin(), members.end(), rank_) != members.end(), HarnessError,
             "rank {} joins rendezvous '{}' without being a member", rank_, key);
-  channel_.send({{"type", "gather"}, {"key", key}, {"members", members}, {"data", hex_encode(mine)}});
+  channel_.send(
+      {{"type", "gather"}, {"key", key}, {"members", members}, {"data", hex_encode(mine)}});
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000));
   while (true) {
@@ -29,8 +30,8 @@ std::vector<std::string> SocketRendezvous::allgather(const std::string& key,
     std::vector<std::string> out;
     for (const auto& item : msg->at("data")) out.push_back(hex_decode(item.get<std::string>()));
     DCP_CHECK(out.size() == members.size(), HarnessError,
-              "rank {}: rendezvous '{}' returned {} entries for {} members", rank_, key,
-              out.size(), members.size());
+              "rank {}: rendezvous '{}' returned {} entries for {} members", rank_, key, out.size(),
+              members.size());
     return out;
   }
 }

@@ -1,6 +1,7 @@
 #include "status_board.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,8 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "errors.h"
 
@@ -66,8 +65,8 @@ StatusBoard StatusBoard::open(const std::string& run_id, int world) {
   int err = errno;
   close(fd);
   DCP_CHECK(sized, HarnessError, "shared memory {} is smaller than {} ranks", board.name_, world);
-  DCP_CHECK(board.base_ != MAP_FAILED, HarnessError, "cannot map shared memory {}: {}",
-            board.name_, std::strerror(err));
+  DCP_CHECK(board.base_ != MAP_FAILED, HarnessError, "cannot map shared memory {}: {}", board.name_,
+            std::strerror(err));
   return board;
 }
 

@@ -1,13 +1,12 @@
 #include "status_board.h"
 
+#include <doctest/doctest.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <string>
-
-#include <doctest/doctest.h>
 
 #include "errors.h"
 

@@ -5,6 +5,8 @@
 // - every shared-memory name of the run is unlinked and the run directory
 //   (socket, MPS pipes and logs) removed, whatever failed.
 #include <dirent.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -18,9 +20,6 @@
 #include <filesystem>
 #include <random>
 #include <thread>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "errors.h"
 #include "gpu_env.h"
@@ -143,7 +142,8 @@ void Session::Impl::make_run_dir() {
 }
 
 void Session::Impl::spawn_workers() {
-  const std::vector<std::string> worker_env = make_environment(mps->worker_env(), mps->worker_unset());
+  const std::vector<std::string> worker_env =
+      make_environment(mps->worker_env(), mps->worker_unset());
   SpawnOptions opts;
   opts.die_with_parent = true;
   opts.ignore_sigint = true;
@@ -152,9 +152,11 @@ void Session::Impl::spawn_workers() {
     WorkerState& w = workers[r];
     w.rank = r;
     w.last_activity = SupervisorClock::now();
-    const std::vector<std::string> argv = {
-        "dcp-check", "__worker", "--socket", socket_path, "--rank", std::to_string(r),
-        "--world", std::to_string(config.world), "--run-id", run_id};
+    const std::vector<std::string> argv = {"dcp-check", "__worker",
+                                           "--socket",  socket_path,
+                                           "--rank",    std::to_string(r),
+                                           "--world",   std::to_string(config.world),
+                                           "--run-id",  run_id};
     w.pid = spawn_process("/proc/self/exe", argv, worker_env, opts);
   }
 }
@@ -167,7 +169,8 @@ void Session::Impl::check_startup_failures() const {
   }
   for (const WorkerState& w : workers) {
     if (!w.fatal_message.empty()) {
-      const std::string msg = fmt::format("rank {} failed during start-up: {}", w.rank, w.fatal_message);
+      const std::string msg =
+          fmt::format("rank {} failed during start-up: {}", w.rank, w.fatal_message);
       if (w.fatal_kind == "usage") throw UsageError(msg);
       if (w.fatal_kind == "kernel") throw KernelFault(msg);
       throw HarnessError(msg);
@@ -175,17 +178,20 @@ void Session::Impl::check_startup_failures() const {
   }
   for (const WorkerState& w : workers) {
     if (w.exit) {
-      DCP_THROW(HarnessError, "rank {} (pid {}) {} during start-up", w.rank, w.pid, w.exit->describe());
+      DCP_THROW(HarnessError, "rank {} (pid {}) {} during start-up", w.rank, w.pid,
+                w.exit->describe());
     }
     if (w.channel && w.channel->eof()) {
-      DCP_THROW(HarnessError, "rank {} (pid {}) closed its connection during start-up", w.rank, w.pid);
+      DCP_THROW(HarnessError, "rank {} (pid {}) closed its connection during start-up", w.rank,
+                w.pid);
     }
   }
 }
 
 void Session::Impl::await_connections(SupervisorClock::time_point deadline) {
   auto all_connected = [&] {
-    return std::all_of(workers.begin(), workers.end(), [](const WorkerState& w) { return w.channel.has_value(); });
+    return std::all_of(workers.begin(), workers.end(),
+                       [](const WorkerState& w) { return w.channel.has_value(); });
   };
   while (!all_connected()) {
     poll_workers(50);
@@ -198,7 +204,8 @@ void Session::Impl::await_connections(SupervisorClock::time_point deadline) {
 
 void Session::Impl::await_ready(SupervisorClock::time_point deadline) {
   auto all_ready = [&] {
-    return std::all_of(workers.begin(), workers.end(), [](const WorkerState& w) { return w.ready; });
+    return std::all_of(workers.begin(), workers.end(),
+                       [](const WorkerState& w) { return w.ready; });
   };
   while (!all_ready()) {
     poll_workers(50);
@@ -273,7 +280,7 @@ void Session::Impl::read_pending(size_t idx) {
     WorkerState& w = workers[rank];
     w.channel.emplace(std::move(ch));  // leaves `ch` with fd -1: erased by the caller
     w.last_activity = SupervisorClock::now();
-    read_worker(w);                    // anything sent right after hello
+    read_worker(w);  // anything sent right after hello
     return;
   }
   if (!open) ch.close();
@@ -297,7 +304,10 @@ void Session::Impl::handle_message(WorkerState& w, const json& msg) {
   } else if (type == "progress") {
     if (msg.value("index", -1) == current_case_index) w.last_op = msg.value("op", -1);
   } else if (type == "result") {
-    if (msg.value("index", -1) == current_case_index) w.result = msg.at("result").get<RankCaseResult>();
+    if (msg.value("index", -1) == current_case_index) {
+      w.result = msg.at("result").get<RankCaseResult>();
+      if (msg.contains("bench")) w.bench = msg.at("bench");
+    }
   } else if (type == "fatal") {
     w.fatal_kind = msg.value("kind", "harness");
     w.fatal_message = msg.value("message", "(no message)");
@@ -344,7 +354,8 @@ void Session::Impl::kill_workers() noexcept {
   for (WorkerState& w : workers) {
     if (w.pid > 0 && !w.exit) kill(w.pid, SIGTERM);
   }
-  const auto term_deadline = SupervisorClock::now() + std::chrono::milliseconds(static_cast<int>(kKillGraceS * 1000));
+  const auto term_deadline =
+      SupervisorClock::now() + std::chrono::milliseconds(static_cast<int>(kKillGraceS * 1000));
   for (WorkerState& w : workers) {
     while (w.pid > 0 && !w.exit && SupervisorClock::now() < term_deadline) {
       if (auto info = try_reap(w.pid)) {
@@ -371,7 +382,8 @@ std::vector<const WaitStatus*> Session::Impl::status_entries() const {
 
 void Session::Impl::unlink_shared_memory() noexcept {
   try {
-    for (const std::string& name : host_segment_names(run_id, config.world)) shm_unlink(name.c_str());
+    for (const std::string& name : host_segment_names(run_id, config.world))
+      shm_unlink(name.c_str());
   } catch (const std::exception&) {
   }
   // Whatever else this run created under its prefix (a backend's own names).
@@ -379,7 +391,8 @@ void Session::Impl::unlink_shared_memory() noexcept {
   if (DIR* dir = opendir("/dev/shm")) {
     std::vector<std::string> names;
     while (dirent* e = readdir(dir)) {
-      if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) names.emplace_back(e->d_name);
+      if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0)
+        names.emplace_back(e->d_name);
     }
     closedir(dir);
     for (const std::string& n : names) shm_unlink(("/" + n).c_str());
@@ -397,7 +410,8 @@ void Session::Impl::teardown() noexcept {
       }
     }
   }
-  const auto deadline = SupervisorClock::now() + std::chrono::milliseconds(static_cast<int>(kShutdownWaitS * 1000));
+  const auto deadline =
+      SupervisorClock::now() + std::chrono::milliseconds(static_cast<int>(kShutdownWaitS * 1000));
   auto all_exited = [&] {
     bool all = true;
     for (WorkerState& w : workers) {

@@ -2,11 +2,11 @@
 // ranks' checks, or an error with a diagnosis when a rank hangs, crashes,
 // traps or reports a fault. After an error the session is dead: the workers
 // are killed at once (their protocol state is unknown) and later cases skip.
-#include <algorithm>
-#include <cmath>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include "errors.h"
 #include "replay.h"
@@ -33,14 +33,14 @@ std::string summarize_failures(const std::vector<RankCaseResult>& ranks) {
     if (!r.passed) failing.push_back(r.rank);
     if (first == nullptr && !r.first_mismatches.empty()) first = &r.first_mismatches.front();
   }
-  std::string msg = fmt::format("{} of {} elements wrong ({} NaN) on ranks {}", mismatches,
-                                checked, nans, fmt::join(failing, ","));
+  std::string msg = fmt::format("{} of {} elements wrong ({} NaN) on ranks {}", mismatches, checked,
+                                nans, fmt::join(failing, ","));
   if (first != nullptr) {
     msg += fmt::format(
         "; first: rank {} op {} token {} head {} dim {}: got {:.9g}, want {:.9g} ({:.3g} ulp, "
         "tolerance {:.3g})",
-        first->rank, first->op_idx, first->token, first->head, first->dim, first->got,
-        first->want, first->err_ulps, first->tolerance_ulps);
+        first->rank, first->op_idx, first->token, first->head, first->dim, first->got, first->want,
+        first->err_ulps, first->tolerance_ulps);
     if (!first->likely_source.empty()) msg += fmt::format(", likely {}", first->likely_source);
   } else if (mismatches == 0) {
     msg += ": no element was checked";
@@ -73,7 +73,6 @@ std::string waits_text(const std::vector<std::string>& waits) {
 
 bool uses_graphs(const Case& c) { return c.mode == ExecMode::kGraph || c.mode == ExecMode::kMixed; }
 
-
 }  // namespace
 
 CaseResult Session::Impl::finish_failed_case(CaseResult r, const Case& c, const CaseFailure& f) {
@@ -93,8 +92,7 @@ CaseResult Session::Impl::finish_failed_case(CaseResult r, const Case& c, const 
     missing.error_kind = f.kind;
     missing.error = w.rank == f.culprit
                         ? f.culprit_note
-                        : fmt::format("no result ({}); torn down: {}", op_text(w.last_op),
-                                      f.cause);
+                        : fmt::format("no result ({}); torn down: {}", op_text(w.last_op), f.cause);
     r.ranks.push_back(std::move(missing));
   }
   for (const RankCaseResult& rr : r.ranks) r.elapsed_ms = std::max(r.elapsed_ms, rr.elapsed_ms);
@@ -152,15 +150,15 @@ std::optional<CaseFailure> Session::Impl::find_failure(
   Session::Impl& s = *this;
   const std::string id = format_case_id(c);
   if (interrupted()) {
-    return CaseFailure{fmt::format("interrupted by {} during case {}",
-                                   signal_name(interrupt_signal()), id),
-                       "harness", -1, ""};
+    return CaseFailure{
+        fmt::format("interrupted by {} during case {}", signal_name(interrupt_signal()), id),
+        "harness", -1, ""};
   }
   for (WorkerState& w : s.workers) {
     if (w.fatal_message.empty()) continue;
-    std::string cause = fmt::format("rank {} reported a {} fault in case {}: {}", w.rank,
-                                    w.fatal_kind == "kernel" ? "kernel" : "harness", id,
-                                    w.fatal_message);
+    std::string cause =
+        fmt::format("rank {} reported a {} fault in case {}: {}", w.rank,
+                    w.fatal_kind == "kernel" ? "kernel" : "harness", id, w.fatal_message);
     return CaseFailure{cause, w.fatal_kind == "kernel" ? "kernel" : "harness", w.rank,
                        w.fatal_message};
   }
@@ -168,8 +166,8 @@ std::optional<CaseFailure> Session::Impl::find_failure(
     if (!w.lost()) continue;
     if (!w.exit) w.exit = wait_for_exit(w.pid, 1.0);  // closed its socket: learn how it ended
     const std::string how = w.exit ? w.exit->describe() : "closed its connection";
-    std::string note = fmt::format("rank {} (pid {}) {} during case {} ({})", w.rank, w.pid,
-                                   how, id, op_text(w.last_op));
+    std::string note = fmt::format("rank {} (pid {}) {} during case {} ({})", w.rank, w.pid, how,
+                                   id, op_text(w.last_op));
     return CaseFailure{note, "harness", w.rank, note};
   }
   const auto now = SupervisorClock::now();
@@ -183,14 +181,13 @@ std::optional<CaseFailure> Session::Impl::find_failure(
     const double silent_s = seconds_since(w.last_activity);
     const bool errored_peers = first_error && seconds_since(*first_error) > kErrorGraceS;
     if (silent_s <= deadline_s && !errored_peers) continue;
-    std::string note = fmt::format("rank {} made no progress for {:.1f} s ({})", w.rank,
-                                   silent_s, op_text(w.last_op));
-    std::string cause =
-        errored_peers
-            ? fmt::format("{}; no result {:.1f} s after a peer reported a fault", note,
-                          seconds_since(*first_error))
-            : fmt::format("hang: {}; per-call deadline --timeout {} s + {} s grace", note,
-                          s.config.timeout_s, kDeadlineGraceS);
+    std::string note = fmt::format("rank {} made no progress for {:.1f} s ({})", w.rank, silent_s,
+                                   op_text(w.last_op));
+    std::string cause = errored_peers
+                            ? fmt::format("{}; no result {:.1f} s after a peer reported a fault",
+                                          note, seconds_since(*first_error))
+                            : fmt::format("hang: {}; per-call deadline --timeout {} s + {} s grace",
+                                          note, s.config.timeout_s, kDeadlineGraceS);
     return CaseFailure{cause, "kernel", w.rank, note, /*hang=*/true};
   }
   return std::nullopt;
@@ -213,8 +210,8 @@ CaseResult Session::Impl::run_case(const Case& c, const std::string& suite) {
   }
   if (std::find(dcp_sizes.begin(), dcp_sizes.end(), c.dcp_size) == dcp_sizes.end()) {
     r.status = CaseStatus::kSkipped;
-    r.message = fmt::format("not run: dcp size {} does not divide --world {}", c.dcp_size,
-                            config.world);
+    r.message =
+        fmt::format("not run: dcp size {} does not divide --world {}", c.dcp_size, config.world);
     return r;
   }
   current_case_index = next_case_index++;
@@ -232,7 +229,8 @@ CaseResult Session::Impl::run_case(const Case& c, const std::string& suite) {
   std::optional<SupervisorClock::time_point> first_error;
   while (true) {
     poll_workers(50);
-    if (std::all_of(workers.begin(), workers.end(), [](const WorkerState& w) { return w.result.has_value(); })) {
+    if (std::all_of(workers.begin(), workers.end(),
+                    [](const WorkerState& w) { return w.result.has_value(); })) {
       return finish_case(std::move(r), c);
     }
     if (auto failure = find_failure(c, first_error)) {

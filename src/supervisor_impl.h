@@ -7,11 +7,10 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "mps.h"
 #include "results.h"
@@ -32,8 +31,9 @@ struct WorkerState {
   std::optional<ExitInfo> exit;  // set once reaped
   bool ready = false;
   std::optional<RankCaseResult> result;  // of the case in progress
-  std::string fatal_kind;     // "usage", "kernel", "harness" (from a fatal message)
-  std::string fatal_message;  // also set for protocol violations seen by the supervisor
+  std::optional<nlohmann::json> bench;   // a bench point's timings ("us"), with its result
+  std::string fatal_kind;                // "usage", "kernel", "harness" (from a fatal message)
+  std::string fatal_message;             // also set for protocol violations seen by the supervisor
   SupervisorClock::time_point last_activity;
   int last_op = -1;  // last op reported by a progress heartbeat in this case
 
@@ -68,6 +68,9 @@ struct Session::Impl {
 
   // supervisor_case.cpp
   CaseResult run_case(const Case& c, const std::string& suite);
+  // supervisor_bench.cpp: one bench point on every rank; fills (*rank_us)[rank][repeat].
+  CaseResult run_bench_point(const Case& c, ::dcp::Impl impl, const BenchSpec& spec,
+                             std::vector<std::vector<double>>* rank_us);
 
   SessionConfig config;
   EnvironmentInfo env;

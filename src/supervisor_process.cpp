@@ -1,6 +1,7 @@
 #include "supervisor_process.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -13,8 +14,6 @@
 #include <cstring>
 #include <sstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "errors.h"
 

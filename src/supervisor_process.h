@@ -33,7 +33,7 @@ pid_t spawn_process(const std::string& path, const std::vector<std::string>& arg
 // How a child ended, as waitpid reported it.
 struct ExitInfo {
   bool signaled = false;
-  int code = 0;    // exit status, or the signal number when signaled
+  int code = 0;                  // exit status, or the signal number when signaled
   std::string describe() const;  // "exited with status 3", "killed by signal 9 (SIGKILL)"
 };
 

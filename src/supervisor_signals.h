@@ -7,8 +7,8 @@
 
 namespace dcp {
 
-bool interrupted();        // a SIGINT or SIGTERM arrived since the last Session started
-int interrupt_signal();    // which one (0 if none)
+bool interrupted();      // a SIGINT or SIGTERM arrived since the last Session started
+int interrupt_signal();  // which one (0 if none)
 
 // Installs the handlers for its lifetime and restores the previous ones after.
 // One at a time per process (a Session owns one).

@@ -1,5 +1,6 @@
 #include "worker.h"
 
+#include <fmt/format.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -11,17 +12,16 @@
 #include <string>
 #include <tuple>
 
-#include <fmt/format.h>
-
 #include "case_runner.h"
 #include "errors.h"
 #include "gpu_backend.h"
 #include "host_backend.h"
+#include "impl_agreement.h"
 #include "socket_channel.h"
 #include "socket_rendezvous.h"
 #include "status_board.h"
+#include "worker_bench.h"
 #include "worker_protocol.h"
-
 
 namespace dcp {
 namespace {
@@ -50,9 +50,9 @@ WorkerArgs parse_worker_args(int argc, char** argv) {
       DCP_THROW(HarnessError, "__worker: unknown argument {}", flag);
     }
   }
-  DCP_CHECK(!args.socket_path.empty() && args.rank >= 0 && args.world > args.rank &&
-                !args.run_id.empty(),
-            HarnessError, "__worker is internal: started only by dcp-check itself");
+  DCP_CHECK(
+      !args.socket_path.empty() && args.rank >= 0 && args.world > args.rank && !args.run_id.empty(),
+      HarnessError, "__worker is internal: started only by dcp-check itself");
   return args;
 }
 
@@ -70,10 +70,14 @@ class Worker {
   // geometries (the upstream cases use Kimi-K3 whatever --geometry says), so a
   // shape not seen before gets its workspace here; every rank of the group sees
   // the same case at the same point, so their rendezvous line up.
-  std::pair<const BackendConfig*, RankBackend*> backend_for(const Case& c);
-  BackendConfig make_backend_config(int dcp_size, const Geometry& geometry) const;
+  std::pair<const BackendConfig*, RankBackend*> backend_for(const Case& c, Impl impl);
+  BackendConfig make_backend_config(int dcp_size, const Geometry& geometry, Impl impl) const;
+  std::vector<Impl> impls() const;  // the session's impl, or direct then stock (--impl both)
   void run_one_case(const nlohmann::json& msg);
-  RankCaseResult run_case_once(const Case& c, int case_index, const std::string& pass);
+  RankCaseResult run_case_once(const Case& c, int case_index, const std::string& pass, Impl impl,
+                               std::vector<std::vector<uint8_t>>* outputs = nullptr);
+  nlohmann::json run_bench(const nlohmann::json& request);  // worker_bench.h
+  RankCaseResult run_case_all_impls(const Case& c, int case_index, const std::string& pass);
 
   WorkerArgs args_;
   SocketChannel& channel_;
@@ -98,11 +102,37 @@ nlohmann::json Worker::wait_for_message() {
   }
 }
 
-std::string workspace_key(int dcp_size, const Geometry& g) {
-  return fmt::format("dcp{}-h{}-d{}-m{}", dcp_size, g.heads_per_rank, g.head_dim, g.max_tokens);
+std::string workspace_key(int dcp_size, const Geometry& g, Impl impl) {
+  return fmt::format("dcp{}-h{}-d{}-m{}-{}", dcp_size, g.heads_per_rank, g.head_dim, g.max_tokens,
+                     impl == Impl::kStock ? "stock" : "direct");
 }
 
-BackendConfig Worker::make_backend_config(int dcp_size, const Geometry& geometry) const {
+// Adds `more` (another pass over the same case) into `into`.
+void merge_results(RankCaseResult& into, const RankCaseResult& more) {
+  into.num_checked += more.num_checked;
+  into.num_mismatches += more.num_mismatches;
+  into.num_nan += more.num_nan;
+  for (const Mismatch& m : more.first_mismatches) {
+    if (into.first_mismatches.size() < 8) into.first_mismatches.push_back(m);
+  }
+  into.passed = into.passed && more.passed;
+  into.elapsed_ms += more.elapsed_ms;
+  into.output_hash = fnv1a(
+      into.output_hash, std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(&more.output_hash),
+                                             reinterpret_cast<const uint8_t*>(&more.output_hash) +
+                                                 sizeof(more.output_hash)));
+  if (into.error.empty() && !more.error.empty()) {
+    into.error = more.error;
+    into.error_kind = more.error_kind;
+  }
+}
+
+std::vector<Impl> Worker::impls() const {
+  if (config_.session.check_both_impls) return {Impl::kDirect, Impl::kStock};
+  return {config_.session.impl};
+}
+
+BackendConfig Worker::make_backend_config(int dcp_size, const Geometry& geometry, Impl impl) const {
   const SessionConfig& s = config_.session;
   BackendConfig bc;
   bc.global_rank = args_.rank;
@@ -111,7 +141,7 @@ BackendConfig Worker::make_backend_config(int dcp_size, const Geometry& geometry
   bc.group_rank = args_.rank % dcp_size;
   for (int i = 0; i < dcp_size; ++i) bc.members.push_back(bc.group_idx * dcp_size + i);
   bc.geometry = geometry;
-  bc.impl = s.impl;
+  bc.impl = impl;
   bc.mutant = s.mutant;
   bc.spin_timeout_s = s.timeout_s;
   bc.device = config_.device;
@@ -120,12 +150,12 @@ BackendConfig Worker::make_backend_config(int dcp_size, const Geometry& geometry
   return bc;
 }
 
-std::pair<const BackendConfig*, RankBackend*> Worker::backend_for(const Case& c) {
-  const std::string key = workspace_key(c.dcp_size, c.geometry);
+std::pair<const BackendConfig*, RankBackend*> Worker::backend_for(const Case& c, Impl impl) {
+  const std::string key = workspace_key(c.dcp_size, c.geometry, impl);
   auto it = backends_.find(key);
   if (it == backends_.end()) {
     Built built;
-    built.config = make_backend_config(c.dcp_size, c.geometry);
+    built.config = make_backend_config(c.dcp_size, c.geometry, impl);
     built.backend = config_.session.backend == BackendKind::kHost
                         ? make_host_backend(built.config, *rendezvous_)
                         : make_gpu_backend(built.config, *rendezvous_);
@@ -141,24 +171,40 @@ void Worker::build_backends() {
     Case probe;
     probe.dcp_size = g;
     probe.geometry = config_.session.geometry;
-    backend_for(probe);
+    for (Impl impl : impls()) backend_for(probe, impl);
   }
 }
 
-RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::string& pass) {
+// --impl both: the stock path runs the same case after the direct one, on its
+// own workspace; both are checked against the reference, and the result sums them.
+RankCaseResult Worker::run_case_all_impls(const Case& c, int case_index, const std::string& pass) {
+  const std::vector<Impl> all = impls();
+  if (all.size() == 1) return run_case_once(c, case_index, pass, all.front());
+  std::vector<std::vector<uint8_t>> direct_out, stock_out;
+  RankCaseResult result = run_case_once(c, case_index, pass, all[0], &direct_out);
+  if (!result.error.empty()) return result;
+  const RankCaseResult stock = run_case_once(c, case_index, pass + "-stock", all[1], &stock_out);
+  merge_results(result, stock);
+  if (stock.error.empty()) check_impls_agree(c, args_.rank, direct_out, stock_out, result);
+  return result;
+}
+
+RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::string& pass,
+                                     Impl impl, std::vector<std::vector<uint8_t>>* outputs) {
   const std::string key =
       fmt::format("case{}{}-g{}x{}", case_index, pass, c.dcp_size, args_.rank / c.dcp_size);
   CaseRunContext ctx;
   ctx.profile = config_.session.profile;
   ctx.fault = config_.session.fault;
   ctx.case_index = case_index;
+  ctx.outputs = outputs;
   ctx.progress = [&](int op) {
     channel_.send({{"type", "progress"}, {"index", case_index}, {"op", op}});
   };
   const BackendConfig* bc = nullptr;
   RankBackend* backend = nullptr;
   try {
-    std::tie(bc, backend) = backend_for(c);
+    std::tie(bc, backend) = backend_for(c, impl);
     ctx.backend_config = bc;
     // The workspace is quiescent between the two barriers: begin_case may reset it.
     rendezvous_->barrier(key + "-begin", bc->members);
@@ -190,9 +236,9 @@ void Worker::run_one_case(const nlohmann::json& msg) {
                      : fmt::format("cannot parse case id: {}", parse_error);
     result.error_kind = "harness";
   } else {
-    result = run_case_once(*c, index, "");
+    result = run_case_all_impls(*c, index, "");
     if (config_.session.check_determinism && result.error.empty()) {
-      RankCaseResult again = run_case_once(*c, index, "-again");
+      RankCaseResult again = run_case_all_impls(*c, index, "-again");
       if (!again.error.empty()) {
         result = again;
       } else if (again.output_hash != result.output_hash) {
@@ -213,18 +259,35 @@ void Worker::run() {
             "rank {}: no config from the supervisor", args_.rank);
   config_ = worker_config_from_json(*msg);
   board_ = std::make_unique<StatusBoard>(StatusBoard::open(config_.run_id, args_.world));
-  rendezvous_ =
-      std::make_unique<SocketRendezvous>(channel_, args_.rank, config_.gather_timeout_s);
+  rendezvous_ = std::make_unique<SocketRendezvous>(channel_, args_.rank, config_.gather_timeout_s);
   build_backends();
   channel_.send({{"type", "ready"}, {"rank", args_.rank}});
   while (true) {
     nlohmann::json next = wait_for_message();
     const std::string type = next.value("type", "");
     if (type == "shutdown") return;
+    if (type == "bench") {
+      channel_.send(run_bench(next));
+      continue;
+    }
     DCP_CHECK(type == "case", HarnessError, "rank {}: unexpected message {:.200}", args_.rank,
               next.dump());
     run_one_case(next);
   }
+}
+
+nlohmann::json Worker::run_bench(const nlohmann::json& request) {
+  WorkerBenchHooks hooks;
+  hooks.rank = args_.rank;
+  hooks.rendezvous = rendezvous_.get();
+  hooks.context.profile = config_.session.profile;
+  const int index = request.value("index", -1);
+  hooks.context.case_index = index;
+  hooks.context.progress = [this, index](int op) {
+    channel_.send({{"type", "progress"}, {"index", index}, {"op", op}});
+  };
+  hooks.backend_for = [this](const Case& c, Impl impl) { return backend_for(c, impl); };
+  return run_bench_request(request, hooks);
 }
 
 std::pair<std::string, int> classify(const std::exception& e) {
@@ -255,7 +318,8 @@ int worker_main(int argc, char** argv) {
     auto [kind, code] = classify(e);
     if (channel && !channel->eof()) {
       try {
-        channel->send({{"type", "fatal"}, {"rank", args.rank}, {"kind", kind}, {"message", e.what()}}, 2.0);
+        channel->send(
+            {{"type", "fatal"}, {"rank", args.rank}, {"kind", kind}, {"message", e.what()}}, 2.0);
       } catch (const std::exception&) {
         // The supervisor is gone or stuck: the exit status still tells it.
       }

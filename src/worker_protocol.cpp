@@ -8,9 +8,12 @@ namespace {
 using nlohmann::json;
 
 json geometry_json(const Geometry& g) {
-  return {{"name", g.name},           {"heads_per_rank", g.heads_per_rank},
-          {"head_dim", g.head_dim},   {"max_tokens", g.max_tokens},
-          {"storage_heads", g.storage_heads}, {"source", g.source}};
+  return {{"name", g.name},
+          {"heads_per_rank", g.heads_per_rank},
+          {"head_dim", g.head_dim},
+          {"max_tokens", g.max_tokens},
+          {"storage_heads", g.storage_heads},
+          {"source", g.source}};
 }
 
 Geometry geometry_from(const json& j) {
@@ -28,13 +31,20 @@ Geometry geometry_from(const json& j) {
 
 std::string_view to_string(FaultSpec::Kind kind) {
   switch (kind) {
-    case FaultSpec::Kind::kNone: return "none";
-    case FaultSpec::Kind::kCrash: return "crash";
-    case FaultSpec::Kind::kHang: return "hang";
-    case FaultSpec::Kind::kStall: return "stall";
-    case FaultSpec::Kind::kCorrupt: return "corrupt";
-    case FaultSpec::Kind::kCudaError: return "cuda_error";
-    case FaultSpec::Kind::kOom: return "oom";
+    case FaultSpec::Kind::kNone:
+      return "none";
+    case FaultSpec::Kind::kCrash:
+      return "crash";
+    case FaultSpec::Kind::kHang:
+      return "hang";
+    case FaultSpec::Kind::kStall:
+      return "stall";
+    case FaultSpec::Kind::kCorrupt:
+      return "corrupt";
+    case FaultSpec::Kind::kCudaError:
+      return "cuda_error";
+    case FaultSpec::Kind::kOom:
+      return "oom";
   }
   return "none";
 }
@@ -75,7 +85,8 @@ WorkerConfig worker_config_from_json(const nlohmann::json& j) {
     SessionConfig& s = c.session;
     s.world = j.at("world").get<int>();
     s.geometry = geometry_from(j.at("geometry"));
-    s.backend = j.at("backend").get<std::string>() == "host" ? BackendKind::kHost : BackendKind::kGpu;
+    s.backend =
+        j.at("backend").get<std::string>() == "host" ? BackendKind::kHost : BackendKind::kGpu;
     s.impl = j.at("impl").get<std::string>() == "stock" ? Impl::kStock : Impl::kDirect;
     s.check_both_impls = j.at("check_both_impls").get<bool>();
     s.mutant = j.at("mutant").get<int>();

@@ -2,10 +2,9 @@
 // message helpers both sides share. Field names are the JSON names.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "session.h"
 
@@ -14,8 +13,8 @@ namespace dcp {
 struct WorkerConfig {
   SessionConfig session;
   std::string run_id;
-  int device = 0;              // CUDA ordinal of this rank's GPU (gpu backend)
-  std::vector<int> dcp_sizes;  // one backend per size, built at start-up
+  int device = 0;                 // CUDA ordinal of this rank's GPU (gpu backend)
+  std::vector<int> dcp_sizes;     // one backend per size, built at start-up
   double gather_timeout_s = 120;  // backstop: the supervisor's deadlines fire first
 };
 
