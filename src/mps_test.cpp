@@ -158,7 +158,7 @@ TEST_CASE("--mps auto joins a reachable user daemon, else time-slices") {
   CHECK(env_value(mps, "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE") == "25");
 }
 
-TEST_CASE("--mps off removes CUDA_MPS_* from the workers; the host backend never uses MPS") {
+TEST_CASE("--mps off removes CUDA_MPS_* from the workers, and the host backend never uses MPS") {
   TempDir run;
   MpsController off(MpsMode::kOff, true, 4, 1, run.path.string());
   CHECK(off.description().find("off") == 0);
