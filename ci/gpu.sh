@@ -24,7 +24,7 @@ status=0
 record() {  # record NAME RC SECONDS [DETAIL]
   local word="ok"
   [[ $2 -eq 0 ]] || { word="FAILED (exit $2)"; status=1; }
-  summary+=("$(printf '%-22s %-16s %4d s  %s' "$1" "$word" "$3" "${4:-}")")
+  summary+=("$(printf '%-36s %-16s %4d s  %s' "$1" "$word" "$3" "${4:-}")")
 }
 
 step_build() {
@@ -79,7 +79,8 @@ for s in "${steps[@]}"; do
   esac
 done
 
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$OUT/gpu.txt" 2>&1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$OUT/gpu.txt" 2>/dev/null ||
+  echo "no nvidia-smi" >"$OUT/gpu.txt"
 echo
 echo "== summary ($(head -n 1 "$OUT/gpu.txt"); logs in $OUT)"
 printf '%s\n' "${summary[@]}"
