@@ -341,7 +341,7 @@ void Session::Impl::relay_gather(WorkerState& w, const json& msg) {
     WorkerState& peer = workers[m];
     if (peer.lost()) continue;  // its death is reported by the loop that waits on it
     try {
-      peer.channel->send(reply);
+      peer.channel->send(reply, 2.0);
     } catch (const std::exception&) {
       peer.channel->close();  // seen as lost by the caller
     }

@@ -76,12 +76,11 @@ bool uses_graphs(const Case& c) { return c.mode == ExecMode::kGraph || c.mode ==
 }  // namespace
 
 CaseResult Session::Impl::finish_failed_case(CaseResult r, const Case& c, const CaseFailure& f) {
-  Session::Impl& s = *this;
   // The board first: killing does not change it, but the diagnosis must be what
   // the ranks published while stuck.
-  const std::vector<std::string> waits = diagnose_waits(s.status_entries(), c.dcp_size);
-  s.kill_workers();
-  for (WorkerState& w : s.workers) {
+  const std::vector<std::string> waits = diagnose_waits(status_entries(), c.dcp_size);
+  kill_workers();
+  for (WorkerState& w : workers) {
     if (w.result) {
       r.ranks.push_back(*w.result);
       continue;
@@ -106,15 +105,14 @@ CaseResult Session::Impl::finish_failed_case(CaseResult r, const Case& c, const 
   } else {
     r.message = fmt::format("{} | {}", f.cause, who_waits);
   }
-  s.dead = true;
-  s.dead_reason = fmt::format("the session ended at case {}: {}", r.case_id, f.cause);
+  dead = true;
+  dead_reason = fmt::format("the session ended at case {}: {}", r.case_id, f.cause);
   return r;
 }
 
 CaseResult Session::Impl::finish_case(CaseResult r, const Case& c) {
-  Session::Impl& s = *this;
   std::vector<std::string> errors;
-  for (WorkerState& w : s.workers) {
+  for (WorkerState& w : workers) {
     r.ranks.push_back(*w.result);
     r.elapsed_ms = std::max(r.elapsed_ms, w.result->elapsed_ms);
     if (!w.result->error.empty()) {
@@ -123,14 +121,14 @@ CaseResult Session::Impl::finish_case(CaseResult r, const Case& c) {
   }
   if (!errors.empty()) {
     // The workspace state is unknown after a fault: no later case may trust it.
-    const std::vector<std::string> waits = diagnose_waits(s.status_entries(), c.dcp_size);
-    s.kill_workers();
+    const std::vector<std::string> waits = diagnose_waits(status_entries(), c.dcp_size);
+    kill_workers();
     r.status = CaseStatus::kError;
     const std::string who_waits = waits_text(waits);
     r.message = who_waits.empty() ? join_errors(errors)
                                   : fmt::format("{} | {}", join_errors(errors), who_waits);
-    s.dead = true;
-    s.dead_reason = fmt::format("the session ended at case {}: {}", r.case_id, errors.front());
+    dead = true;
+    dead_reason = fmt::format("the session ended at case {}: {}", r.case_id, errors.front());
     return r;
   }
   const bool passed = std::all_of(r.ranks.begin(), r.ranks.end(),
@@ -138,7 +136,7 @@ CaseResult Session::Impl::finish_case(CaseResult r, const Case& c) {
   r.status = passed ? CaseStatus::kPass : CaseStatus::kFail;
   if (!passed) {
     r.message = summarize_failures(r.ranks);
-  } else if (s.config.backend == BackendKind::kHost && uses_graphs(c)) {
+  } else if (config.backend == BackendKind::kHost && uses_graphs(c)) {
     r.message = "host backend: CUDA graph replays are modelled as eager calls";
   }
   return r;
@@ -147,14 +145,13 @@ CaseResult Session::Impl::finish_case(CaseResult r, const Case& c) {
 // The first reason the case in progress cannot finish normally, if any.
 std::optional<CaseFailure> Session::Impl::find_failure(
     const Case& c, std::optional<SupervisorClock::time_point>& first_error) {
-  Session::Impl& s = *this;
   const std::string id = format_case_id(c);
   if (interrupted()) {
     return CaseFailure{
         fmt::format("interrupted by {} during case {}", signal_name(interrupt_signal()), id),
         "harness", -1, ""};
   }
-  for (WorkerState& w : s.workers) {
+  for (WorkerState& w : workers) {
     if (w.fatal_message.empty()) continue;
     std::string cause =
         fmt::format("rank {} reported a {} fault in case {}: {}", w.rank,
@@ -162,7 +159,7 @@ std::optional<CaseFailure> Session::Impl::find_failure(
     return CaseFailure{cause, w.fatal_kind == "kernel" ? "kernel" : "harness", w.rank,
                        w.fatal_message};
   }
-  for (WorkerState& w : s.workers) {
+  for (WorkerState& w : workers) {
     if (!w.lost()) continue;
     if (!w.exit) w.exit = wait_for_exit(w.pid, 1.0);  // closed its socket: learn how it ended
     const std::string how = w.exit ? w.exit->describe() : "closed its connection";
@@ -171,12 +168,12 @@ std::optional<CaseFailure> Session::Impl::find_failure(
     return CaseFailure{note, "harness", w.rank, note};
   }
   const auto now = SupervisorClock::now();
-  const bool any_error = std::any_of(s.workers.begin(), s.workers.end(), [](const WorkerState& w) {
+  const bool any_error = std::any_of(workers.begin(), workers.end(), [](const WorkerState& w) {
     return w.result && !w.result->error.empty();
   });
   if (any_error && !first_error) first_error = now;
-  const double deadline_s = s.config.timeout_s + kDeadlineGraceS;
-  for (WorkerState& w : s.workers) {
+  const double deadline_s = config.timeout_s + kDeadlineGraceS;
+  for (WorkerState& w : workers) {
     if (w.result) continue;
     const double silent_s = seconds_since(w.last_activity);
     const bool errored_peers = first_error && seconds_since(*first_error) > kErrorGraceS;
@@ -187,7 +184,7 @@ std::optional<CaseFailure> Session::Impl::find_failure(
                             ? fmt::format("{}; no result {:.1f} s after a peer reported a fault",
                                           note, seconds_since(*first_error))
                             : fmt::format("hang: {}; per-call deadline --timeout {} s + {} s grace",
-                                          note, s.config.timeout_s, kDeadlineGraceS);
+                                          note, config.timeout_s, kDeadlineGraceS);
     return CaseFailure{cause, "kernel", w.rank, note, /*hang=*/true};
   }
   return std::nullopt;
@@ -221,7 +218,7 @@ CaseResult Session::Impl::run_case(const Case& c, const std::string& suite) {
     w.last_activity = SupervisorClock::now();
     if (w.lost()) continue;  // reported by find_failure below
     try {
-      w.channel->send({{"type", "case"}, {"index", current_case_index}, {"id", r.case_id}});
+      w.channel->send({{"type", "case"}, {"index", current_case_index}, {"id", r.case_id}}, 2.0);
     } catch (const std::exception&) {
       w.channel->close();
     }
