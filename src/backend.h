@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "case.h"
+#include "errors.h"
 #include "rendezvous.h"
 #include "wait_status.h"
 
@@ -64,6 +66,23 @@ class RankBackend {
   // fp16 and bf16) before every call, so unwritten elements are caught.
   // Throws KernelFault for device traps and hangs, HarnessError otherwise.
   virtual std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) = 0;
+  // `dcp-check bench`: captures one CUDA graph of the batch's calls back to back
+  // (call i reads its own input buffers), replays it `warmup` times, then for
+  // each of `repeats`: barrier() (a group barrier, so ranks start together),
+  // `replays` replays between two events. Returns per-op microseconds per
+  // repeat: elapsed / (replays * calls). Only the GPU backend times anything.
+  struct BenchTiming {
+    int warmup = 0;
+    int repeats = 0;
+    int replays = 0;
+  };
+  virtual std::vector<double> bench(const Case& c, const Batch& batch, const BenchTiming& timing,
+                                    const std::function<void()>& barrier);
 };
+
+inline std::vector<double> RankBackend::bench(const Case&, const Batch&, const BenchTiming&,
+                                              const std::function<void()>&) {
+  throw UsageError("bench needs the GPU backend: timings of the CPU model mean nothing");
+}
 
 }  // namespace dcp

@@ -28,5 +28,6 @@ CLI::App* add_replay_command(CLI::App& app, CliContext& ctx);
 CLI::App* add_stress_command(CLI::App& app, CliContext& ctx);
 CLI::App* add_shrink_command(CLI::App& app, CliContext& ctx);
 CLI::App* add_selftest_command(CLI::App& app, CliContext& ctx);
+CLI::App* add_bench_command(CLI::App& app, CliContext& ctx);
 
 }  // namespace dcp

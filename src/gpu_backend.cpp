@@ -21,6 +21,8 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <type_traits>
 
 #include "cuda_check.h"
@@ -99,6 +101,8 @@ class GpuBackend final : public RankBackend {
   std::string name() const override { return "gpu"; }
   void begin_case(const Case& c) override;
   std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) override;
+  std::vector<double> bench(const Case& c, const Batch& batch, const BenchTiming& timing,
+                            const std::function<void()>& barrier) override;
 
  private:
   void init_status();
@@ -506,6 +510,80 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch(const Case& c, const Bat
   }
   current_ = nullptr;
   return outputs;
+}
+
+// ------------------------------------------------------------------- bench
+
+namespace {
+struct EventDeleter {
+  void operator()(CUevent_st* e) const { cudaEventDestroy(e); }
+};
+using Event = std::unique_ptr<CUevent_st, EventDeleter>;
+}  // namespace
+
+std::vector<double> GpuBackend::bench(const Case& c, const Batch& batch,
+                                      const BenchTiming& timing,
+                                      const std::function<void()>& barrier) {
+  const int rank = cfg_.global_rank;
+  CUDA_CHECK(rank, HarnessError, cudaSetDevice(cfg_.device));
+  DCP_CHECK(!batch.calls.empty() && timing.repeats >= 1 && timing.replays >= 1, HarnessError,
+            "bench needs at least one call, repeat and replay");
+  current_ = &c;
+  const CallShape sh = shape_of(c, batch);
+  const size_t k = batch.calls.size();
+  const cudaStream_t s = stream_for(0);
+  // One buffer set per op, so K ops read K distinct inputs (caches do not flatter).
+  std::vector<CallBuffers> bufs(k);
+  std::vector<CallStaging> st(k);
+  for (size_t i = 0; i < k; ++i) {
+    ensure(sh, bufs[i], st[i]);
+    stage(sh, batch.calls[i], st[i]);
+    check(cudaMemcpyAsync(bufs[i].partial_output.data(), st[i].partial_output.data(),
+                          sh.in_out_bytes, cudaMemcpyHostToDevice, s),
+          "copy partial_output in", false);
+    check(cudaMemcpyAsync(bufs[i].partial_lse.data(), st[i].partial_lse.data(), sh.in_lse_bytes,
+                          cudaMemcpyHostToDevice, s),
+          "copy partial_lse in", false);
+  }
+  sync_all();
+  // Declared after the buffers: destroyed first.
+  GraphExec exec;
+  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "begin capture", false);
+  cudaGraph_t graph = nullptr;
+  try {
+    for (size_t i = 0; i < k; ++i) enqueue_op(make_launch(sh, 0, bufs[i]), s);
+  } catch (...) {
+    cudaStreamEndCapture(s, &graph);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    throw;
+  }
+  check(cudaStreamEndCapture(s, &graph), "end capture", true);
+  cudaGraphExec_t raw = nullptr;
+  const cudaError_t err = cudaGraphInstantiate(&raw, graph, 0);
+  cudaGraphDestroy(graph);
+  check(err, "instantiate graph", true);
+  exec.reset(raw);
+  barrier();
+  for (int w = 0; w < timing.warmup; ++w) check(cudaGraphLaunch(exec.get(), s), "warm-up", true);
+  sync_all();
+  cudaEvent_t raw_start = nullptr, raw_stop = nullptr;
+  CUDA_CHECK(rank, HarnessError, cudaEventCreate(&raw_start));
+  Event start(raw_start);
+  CUDA_CHECK(rank, HarnessError, cudaEventCreate(&raw_stop));
+  Event stop(raw_stop);
+  std::vector<double> per_op_us;
+  for (int rep = 0; rep < timing.repeats; ++rep) {
+    barrier();  // every rank's stream is idle here: the repeat starts together
+    check(cudaEventRecord(start.get(), s), "record start", false);
+    for (int r = 0; r < timing.replays; ++r) check(cudaGraphLaunch(exec.get(), s), "replay", true);
+    check(cudaEventRecord(stop.get(), s), "record stop", false);
+    sync_all();
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start.get(), stop.get()), "event elapsed", false);
+    per_op_us.push_back(1e3 * ms / (static_cast<double>(timing.replays) * k));
+  }
+  current_ = nullptr;
+  return per_op_us;
 }
 
 cudaStream_t GpuBackend::stream_for(int slot) const {

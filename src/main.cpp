@@ -83,6 +83,7 @@ int cli_main(int argc, char** argv) {
       dcp::add_stress_command(app, ctx),
       dcp::add_shrink_command(app, ctx),
       dcp::add_selftest_command(app, ctx),
+      dcp::add_bench_command(app, ctx),
   };
   std::vector<std::string> names;
   for (const CLI::App* c : commands) names.push_back(c->get_name());

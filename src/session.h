@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend.h"
+#include "bench.h"
 #include "case.h"
 #include "checker.h"
 #include "results.h"
@@ -76,6 +77,10 @@ class Session {
   // A hang, crash or trap yields kError with the diagnosis in `message`, and
   // the session becomes dead(): later calls return kSkipped immediately.
   CaseResult run_case(const Case& c, const std::string& suite);
+  // `dcp-check bench` (GPU backend only; UsageError otherwise): every token
+  // count x impl of the spec, timed on one DCP group of the whole world, each
+  // followed by an output check. Stops at the first error (the session dies).
+  BenchResult run_bench(const BenchSpec& spec);
   bool dead() const;
   const EnvironmentInfo& environment() const;
   const SessionConfig& config() const;

@@ -1,0 +1,175 @@
+// `dcp-check bench`: latency of the direct and stock paths side by side, with
+// the upstream method (docs in README "Reading the benchmark"): per token
+// count and impl, a CUDA graph of K back-to-back ops replayed R times per
+// repeat, M repeats, per-op time = elapsed / (R*K), max over ranks per repeat,
+// median over repeats. Each point's output is then checked like any case.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "bench.h"
+#include "cli.h"
+#include "errors.h"
+#include "options.h"
+#include "session.h"
+
+namespace dcp {
+namespace {
+
+struct BenchOptions {
+  int world = kMinWorld;
+  GeometryOptions geometry;
+  SessionOptions session;
+  std::string tokens = kDefaultBenchTokens;
+  int ops_per_graph = kDefaultOpsPerGraph;
+  int repeats = kDefaultBenchRepeats;
+  int replays = kDefaultBenchReplays;
+  int warmup_replays = kDefaultBenchWarmupReplays;
+  bool allow_shared_gpu = false;
+  std::string json_path;
+  std::string csv_path;
+};
+
+struct ValidBench {
+  SessionConfig config;
+  BenchSpec spec;  // impls filled once the GPUs are known
+  std::string impl_flag;
+  bool allow_shared_gpu = false;
+  std::string json_path;
+  std::string csv_path;
+};
+
+ValidBench validate_bench_options(const BenchOptions& o) {
+  ValidBench v;
+  validate_world(o.world);
+  const Geometry g = resolve_geometry(o.geometry, o.world);
+  if (o.session.backend == "host") {
+    throw UsageError(
+        "bench needs the GPU backend: --backend host runs a CPU model of the protocol, whose "
+        "timings say nothing about the kernel (use `dcp-check run --backend host` to test it)");
+  }
+  if (o.session.impl != "direct" && o.session.impl != "stock" && o.session.impl != "both") {
+    throw UsageError(fmt::format("--impl {}: must be direct, stock or both", o.session.impl));
+  }
+  SessionOptions session = o.session;
+  session.impl = "direct";  // workspaces built at start-up; bench picks impls per point
+  v.config = make_session_config(session, ReportOptions{}, o.world, g);
+  v.impl_flag = o.session.impl;
+  v.spec.tokens = parse_bench_tokens(o.tokens, g.max_tokens);
+  v.spec.ops_per_graph = o.ops_per_graph;
+  v.spec.repeats = o.repeats;
+  v.spec.replays = o.replays;
+  v.spec.warmup_replays = o.warmup_replays;
+  validate_bench_counts(v.spec);
+  if (o.warmup_replays < 0 || o.warmup_replays > 100000) {
+    throw UsageError(fmt::format("--warmup {}: must be in [0, 100000]", o.warmup_replays));
+  }
+  if (!o.json_path.empty()) validate_output_path("--json", o.json_path);
+  if (!o.csv_path.empty()) validate_output_path("--csv", o.csv_path);
+  if (!o.json_path.empty() && o.json_path == o.csv_path) {
+    throw UsageError("--json and --csv name the same file: give them different files");
+  }
+  v.allow_shared_gpu = o.allow_shared_gpu;
+  v.json_path = o.json_path;
+  v.csv_path = o.csv_path;
+  return v;
+}
+
+nlohmann::json environment_json(const EnvironmentInfo& env) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const GpuInfo& g : env.gpus) gpus.push_back({{"index", g.index}, {"name", g.name}});
+  return {{"gpus", gpus},
+          {"rank_gpu", env.rank_gpu},
+          {"ranks_share_gpu", env.ranks_share_gpu},
+          {"mps", env.mps_mode},
+          {"driver", env.driver_version},
+          {"cuda_runtime", env.cuda_runtime_version},
+          {"nccl", env.nccl_version},
+          {"dcp_check", env.dcp_version},
+          {"git_revision", env.git_revision},
+          {"hostname", env.hostname}};
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.flush();
+  if (!out) throw HarnessError(fmt::format("cannot write {}", path));
+}
+
+// 0 every check passed; 1 a kernel failure; 3 the harness failed.
+int exit_code(const BenchResult& r) {
+  for (const BenchPoint& p : r.points) {
+    if (p.check.status == CaseStatus::kPass) continue;
+    for (const RankCaseResult& rr : p.check.ranks) {
+      if (rr.error_kind == "harness") return kExitHarness;
+    }
+    return kExitKernelFailure;
+  }
+  return 0;
+}
+
+int execute(const ValidBench& v, const std::vector<std::string>& argv) {
+  Session session(v.config);
+  const EnvironmentInfo& env = session.environment();
+  BenchSpec spec = v.spec;
+  std::string note;
+  spec.impls = bench_impls(v.impl_flag, env.ranks_share_gpu, v.allow_shared_gpu, &note);
+  const std::string gpu = env.gpus.empty() ? "?" : env.gpus.front().name;
+  fmt::print("dcp-check bench: {} ranks on {} GPU(s) ({}), driver {}, CUDA {}, NCCL {}\n",
+             v.config.world, env.gpus.size(), gpu, env.driver_version, env.cuda_runtime_version,
+             env.nccl_version.empty() ? "not loaded" : env.nccl_version);
+  std::fflush(stdout);
+  BenchResult result = session.run_bench(spec);
+  if (!note.empty()) result.notes.push_back(note);
+  fmt::print("{}", bench_table(result));
+  if (!v.json_path.empty()) {
+    nlohmann::json j = bench_json(result);
+    j["environment"] = environment_json(env);
+    j["command"] = argv;
+    write_file(v.json_path, j.dump(2) + "\n");
+  }
+  if (!v.csv_path.empty()) write_file(v.csv_path, bench_csv(result));
+  const int code = exit_code(result);
+  fmt::print("{}\n", code == 0 ? "bench: every output check passed"
+                               : "bench: FAILED (see the output check lines above)");
+  return code;
+}
+
+}  // namespace
+
+CLI::App* add_bench_command(CLI::App& app, CliContext& ctx) {
+  auto opts = std::make_shared<BenchOptions>();
+  opts->session.impl = "both";
+  CLI::App* sub = app.add_subcommand(
+      "bench",
+      "Time the direct and stock paths with the upstream method (CUDA graphs of K ops, R "
+      "replays, median of M repeats of the max over ranks); needs one GPU per rank");
+  add_world_option(sub, opts->world);
+  add_geometry_options(sub, opts->geometry);
+  add_session_options(sub, opts->session);
+  sub->add_option("--tokens", opts->tokens,
+                  fmt::format("Token counts, comma-separated (default {})", kDefaultBenchTokens));
+  sub->add_option("--ops-per-graph", opts->ops_per_graph,
+                  fmt::format("K: ops captured in one graph (default {})", kDefaultOpsPerGraph));
+  sub->add_option("--repeats", opts->repeats,
+                  fmt::format("M: timed repeats, median reported (default {})",
+                              kDefaultBenchRepeats));
+  sub->add_option("--replays", opts->replays,
+                  fmt::format("R: graph replays per repeat (default {})", kDefaultBenchReplays));
+  sub->add_option("--warmup", opts->warmup_replays,
+                  fmt::format("Graph replays before timing (default {})",
+                              kDefaultBenchWarmupReplays));
+  sub->add_flag("--allow-shared-gpu", opts->allow_shared_gpu,
+                "Run even when ranks share a GPU; every number is labelled not meaningful");
+  sub->add_option("--json", opts->json_path, "Write the results as JSON");
+  sub->add_option("--csv", opts->csv_path, "Write the results as CSV");
+  sub->callback([opts, &ctx] {
+    ctx.action = [opts, &ctx] { return execute(validate_bench_options(*opts), ctx.argv); };
+  });
+  return sub;
+}
+
+}  // namespace dcp

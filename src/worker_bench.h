@@ -1,0 +1,35 @@
+// The worker's side of `dcp-check bench`: one bench point (a token count and an
+// impl) on this rank. The supervisor sends
+//   {"type":"bench","index":k,"id":<case id>,"impl":"direct|stock",
+//    "ops_per_graph":K,"repeats":M,"replays":R,"warmup":W}
+// and the rank answers with the usual result message (the output check of one
+// eager call after timing) plus "bench":{"us":[per-op microseconds per repeat]}.
+#pragma once
+
+#include <functional>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "backend.h"
+#include "case_runner.h"
+#include "rendezvous.h"
+
+namespace dcp {
+
+nlohmann::json make_bench_request(int index, const Case& c, Impl impl, int ops_per_graph,
+                                  int repeats, int replays, int warmup);
+
+struct WorkerBenchHooks {
+  int rank = 0;
+  Rendezvous* rendezvous = nullptr;
+  CaseRunContext context;  // profile, fault, progress (backend_config is filled here)
+  // The backend serving (case, impl), built on first use.
+  std::function<std::pair<const BackendConfig*, RankBackend*>(const Case&, Impl)> backend_for;
+};
+
+// Runs the request; never throws for kernel or harness faults (they become the
+// result's error). Returns the reply message.
+nlohmann::json run_bench_request(const nlohmann::json& request, WorkerBenchHooks& hooks);
+
+}  // namespace dcp
