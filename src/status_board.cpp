@@ -86,11 +86,15 @@ StatusBoard& StatusBoard::operator=(StatusBoard&& other) noexcept {
 
 StatusBoard::~StatusBoard() { release(); }
 
+void StatusBoard::unlink_name() {
+  if (owner_) shm_unlink(name_.c_str());
+  owner_ = false;
+}
+
 void StatusBoard::release() {
   if (base_ != nullptr && base_ != MAP_FAILED) munmap(base_, bytes_);
   base_ = nullptr;
-  if (owner_) shm_unlink(name_.c_str());
-  owner_ = false;
+  unlink_name();
 }
 
 WaitStatus* StatusBoard::entry(int rank) const {

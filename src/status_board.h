@@ -29,6 +29,8 @@ class StatusBoard {
   StatusBoard& operator=(const StatusBoard&) = delete;
   ~StatusBoard();  // unmaps; the creator also unlinks the name
 
+  // Creator only: removes the name early (the mapping stays valid); idempotent.
+  void unlink_name();
   WaitStatus* entry(int rank) const;
   int world() const { return world_; }
 

@@ -37,6 +37,16 @@ TEST_CASE("the status board gives each rank its own zeroed page, shared across m
   CHECK_THROWS_AS(StatusBoard::open(id, 4), HarnessError);
 }
 
+TEST_CASE("the status board name can go early while the mapping stays valid") {
+  const std::string id = test_run_id("early");
+  StatusBoard board = StatusBoard::create(id, 2);
+  StatusBoard view = StatusBoard::open(id, 2);
+  board.unlink_name();
+  CHECK(shm_open(StatusBoard::shm_name(id).c_str(), O_RDONLY, 0) < 0);
+  view.entry(1)->wait_epoch = 5;
+  CHECK(board.entry(1)->wait_epoch == 5);
+}
+
 TEST_CASE("format_wait names the waiter, the source, slot, parity, epoch and flag") {
   WaitStatus s{};
   s.waiting = 1;

@@ -96,6 +96,13 @@ void Session::Impl::start() {
     w.channel->send(worker_config_to_json(wc));
   }
   await_ready(deadline);
+  // Every worker has connected and mapped the board: drop both names (and the
+  // run directory unless MPS lives in it), so even a SIGKILLed supervisor
+  // leaves nothing behind; its workers die with it (PR_SET_PDEATHSIG).
+  listener.reset();
+  board->unlink_name();
+  std::error_code ec;
+  std::filesystem::remove(run_dir, ec);  // only if empty: a private MPS daemon still uses it
 }
 
 void Session::Impl::detect_gpus() {

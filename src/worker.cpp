@@ -324,7 +324,7 @@ int worker_main(int argc, char** argv) {
         // The supervisor is gone or stuck: the exit status still tells it.
       }
     } else {
-      fmt::print(stderr, "dcp-check worker: {}\n", e.what());
+      fmt::print(stderr, "dcp-check worker (rank {}): {}\n", args.rank, e.what());
     }
     return code;
   }

@@ -149,6 +149,18 @@ for sig in INT TERM; do
   [[ -s $WORK/partial.xml ]] || fail "SIG$sig: no partial JUnit report"
 done
 
+# The supervisor itself SIGKILLed mid-run: its workers die with it
+# (PR_SET_PDEATHSIG), and no name of the run exists after start-up.
+start --backend host --world 4 --geometry tiny --suite default --timeout 10
+for _ in $(seq 200); do  # until start-up is over: workers up, run directory gone
+  [[ -n $(run_workers "$PID") ]] && ! ls -d /tmp/dcp-check."$PID".* >/dev/null 2>&1 && break
+  sleep 0.05
+done
+T0=$(date +%s.%N)
+kill -KILL "$PID"
+finish 5
+check "supervisor SIGKILLed" 137 2
+
 if ((failures)); then
   echo "$failures fault-path check(s) failed"
   exit 1
