@@ -1,10 +1,10 @@
 #include "bench.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "errors.h"
 
@@ -80,8 +80,9 @@ std::vector<Impl> bench_impls(std::string_view impl_flag, bool ranks_share_gpu,
   if (impl_flag == "both") {
     impls = {Impl::kDirect};
     if (note != nullptr) {
-      *note = "stock skipped: the stock path uses NCCL, which needs one GPU per rank, and ranks "
-              "share a GPU here";
+      *note =
+          "stock skipped: the stock path uses NCCL, which needs one GPU per rank, and ranks "
+          "share a GPU here";
     }
   }
   return impls;
@@ -96,12 +97,12 @@ std::vector<int> parse_bench_tokens(std::string_view text, int max_tokens) {
     int value = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (item.empty() || ec != std::errc() || end != item.data() + item.size()) {
-      throw UsageError(fmt::format("--tokens {}: '{}' is not a whole number (use e.g. 1,8,16)",
-                                   text, item));
+      throw UsageError(
+          fmt::format("--tokens {}: '{}' is not a whole number (use e.g. 1,8,16)", text, item));
     }
     if (value < 1 || value > max_tokens) {
-      throw UsageError(fmt::format("--tokens {}: {} is outside [1, max_tokens={}]", text, value,
-                                   max_tokens));
+      throw UsageError(
+          fmt::format("--tokens {}: {} is outside [1, max_tokens={}]", text, value, max_tokens));
     }
     if (std::find(tokens.begin(), tokens.end(), value) != tokens.end()) {
       throw UsageError(fmt::format("--tokens {}: {} is listed twice", text, value));
@@ -133,8 +134,8 @@ std::vector<double> max_over_ranks(const std::vector<std::vector<double>>& rank_
   DCP_CHECK(!rank_us.empty() && !rank_us.front().empty(), HarnessError, "no bench timings");
   std::vector<double> out(rank_us.front().size(), 0.0);
   for (const auto& per_rank : rank_us) {
-    DCP_CHECK(per_rank.size() == out.size(), HarnessError,
-              "ranks report {} and {} repeats", per_rank.size(), out.size());
+    DCP_CHECK(per_rank.size() == out.size(), HarnessError, "ranks report {} and {} repeats",
+              per_rank.size(), out.size());
     for (size_t i = 0; i < out.size(); ++i) out[i] = std::max(out[i], per_rank[i]);
   }
   return out;
@@ -154,8 +155,8 @@ double bandwidth_gbs(int64_t bytes, double us) {
 void reduce_point(BenchPoint& p, int dcp_size, const Geometry& g, DType out_dtype) {
   p.max_us = max_over_ranks(p.rank_us);
   p.median_us = median(p.max_us);
-  p.bytes_per_rank = bench_bytes_per_rank(p.tokens, dcp_size, g.heads_per_rank, g.head_dim,
-                                          out_dtype);
+  p.bytes_per_rank =
+      bench_bytes_per_rank(p.tokens, dcp_size, g.heads_per_rank, g.head_dim, out_dtype);
   p.bandwidth_gbs = bandwidth_gbs(p.bytes_per_rank, p.median_us);
 }
 
@@ -176,8 +177,9 @@ Case bench_case(int dcp_size, const Geometry& g, int tokens) {
 std::string bench_table(const BenchResult& r) {
   std::string out;
   if (!r.meaningful) {
-    out += "NOT MEANINGFUL: ranks share a GPU (--allow-shared-gpu); these numbers measure "
-           "time-slicing, not the kernel\n";
+    out +=
+        "NOT MEANINGFUL: ranks share a GPU (--allow-shared-gpu); these numbers measure "
+        "time-slicing, not the kernel\n";
   }
   out += fmt::format(
       "world {}, DCP{}, geometry {} (H={} D={}), bf16 out, fp32 LSE; {} ops per graph, median of "
@@ -194,12 +196,12 @@ std::string bench_table(const BenchResult& r) {
     const BenchPoint* d = find_point(r, t, Impl::kDirect);
     const Comparison c = compare(s, d);
     const int64_t bytes = s ? s->bytes_per_rank : (d ? d->bytes_per_rank : 0);
-    out += fmt::format(
-        "{:>6} | {:>11} | {:>11} | {:>11} | {:>7} | {:>13} | {:>10} | {:>10}\n", t, us_cell(s),
-        us_cell(d), c.valid ? fmt::format("{:.1f}%", c.reduction_pct) : "-",
-        c.valid ? fmt::format("{:.2f}x", c.speedup) : "-", bytes,
-        s ? fmt::format("{:.1f}", s->bandwidth_gbs) : "-",
-        d ? fmt::format("{:.1f}", d->bandwidth_gbs) : "-");
+    out +=
+        fmt::format("{:>6} | {:>11} | {:>11} | {:>11} | {:>7} | {:>13} | {:>10} | {:>10}\n", t,
+                    us_cell(s), us_cell(d), c.valid ? fmt::format("{:.1f}%", c.reduction_pct) : "-",
+                    c.valid ? fmt::format("{:.2f}x", c.speedup) : "-", bytes,
+                    s ? fmt::format("{:.1f}", s->bandwidth_gbs) : "-",
+                    d ? fmt::format("{:.1f}", d->bandwidth_gbs) : "-");
   }
   if (!r.meaningful) out += "* not meaningful: ranks share a GPU\n";
   for (const std::string& n : r.notes) out += n + "\n";

@@ -5,11 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "backend.h"
 #include "case.h"
@@ -24,8 +23,8 @@ inline constexpr int kDefaultBenchWarmupReplays = 10;
 inline constexpr const char* kDefaultBenchTokens = "1,8,16,32,64,128";
 
 struct BenchSpec {
-  std::vector<int> tokens;  // ascending as given
-  std::vector<Impl> impls;  // what actually runs (after the shared-GPU rules)
+  std::vector<int> tokens;                  // ascending as given
+  std::vector<Impl> impls;                  // what actually runs (after the shared-GPU rules)
   int ops_per_graph = kDefaultOpsPerGraph;  // K: ops captured in one graph
   int repeats = kDefaultBenchRepeats;       // M
   int replays = kDefaultBenchReplays;       // R: graph replays per repeat
@@ -49,7 +48,7 @@ struct BenchResult {
   int dcp_size = 0;
   Geometry geometry;
   BenchSpec spec;
-  bool meaningful = true;     // false: ranks shared a GPU (--allow-shared-gpu)
+  bool meaningful = true;          // false: ranks shared a GPU (--allow-shared-gpu)
   std::vector<std::string> notes;  // e.g. why stock was skipped
   std::vector<BenchPoint> points;
   bool all_checks_passed() const;

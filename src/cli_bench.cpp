@@ -154,14 +154,14 @@ CLI::App* add_bench_command(CLI::App& app, CliContext& ctx) {
                   fmt::format("Token counts, comma-separated (default {})", kDefaultBenchTokens));
   sub->add_option("--ops-per-graph", opts->ops_per_graph,
                   fmt::format("K: ops captured in one graph (default {})", kDefaultOpsPerGraph));
-  sub->add_option("--repeats", opts->repeats,
-                  fmt::format("M: timed repeats, median reported (default {})",
-                              kDefaultBenchRepeats));
+  sub->add_option(
+      "--repeats", opts->repeats,
+      fmt::format("M: timed repeats, median reported (default {})", kDefaultBenchRepeats));
   sub->add_option("--replays", opts->replays,
                   fmt::format("R: graph replays per repeat (default {})", kDefaultBenchReplays));
-  sub->add_option("--warmup", opts->warmup_replays,
-                  fmt::format("Graph replays before timing (default {})",
-                              kDefaultBenchWarmupReplays));
+  sub->add_option(
+      "--warmup", opts->warmup_replays,
+      fmt::format("Graph replays before timing (default {})", kDefaultBenchWarmupReplays));
   sub->add_flag("--allow-shared-gpu", opts->allow_shared_gpu,
                 "Run even when ranks share a GPU; every number is labelled not meaningful");
   sub->add_option("--json", opts->json_path, "Write the results as JSON");

@@ -521,8 +521,7 @@ struct EventDeleter {
 using Event = std::unique_ptr<CUevent_st, EventDeleter>;
 }  // namespace
 
-std::vector<double> GpuBackend::bench(const Case& c, const Batch& batch,
-                                      const BenchTiming& timing,
+std::vector<double> GpuBackend::bench(const Case& c, const Batch& batch, const BenchTiming& timing,
                                       const std::function<void()>& barrier) {
   const int rank = cfg_.global_rank;
   CUDA_CHECK(rank, HarnessError, cudaSetDevice(cfg_.device));

@@ -1,9 +1,9 @@
 #include "impl_agreement.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "generator.h"
 #include "numeric.h"
@@ -47,8 +47,8 @@ int64_t check_impls_agree(const Case& c, int global_rank,
     const auto& a = direct[op];
     const auto& b = stock[op];
     if (a.size() != b.size()) {
-      record(static_cast<int>(op), 0, static_cast<double>(b.size()),
-             static_cast<double>(a.size()), INFINITY);
+      record(static_cast<int>(op), 0, static_cast<double>(b.size()), static_cast<double>(a.size()),
+             INFINITY);
       continue;
     }
     if (std::memcmp(a.data(), b.data(), a.size()) == 0) continue;
@@ -59,9 +59,8 @@ int64_t check_impls_agree(const Case& c, int global_rank,
       if (x == y) continue;
       // Same sign: the bit patterns are ordered, so their distance counts ULPs.
       const uint32_t sign = elem == 2 ? 0x8000u : 0x80000000u;
-      const double ulps = (x & sign) == (y & sign)
-                              ? static_cast<double>(x > y ? x - y : y - x)
-                              : INFINITY;
+      const double ulps =
+          (x & sign) == (y & sign) ? static_cast<double>(x > y ? x - y : y - x) : INFINITY;
       record(static_cast<int>(op), static_cast<int64_t>(i / elem), decode(f, y), decode(f, x),
              ulps);
     }

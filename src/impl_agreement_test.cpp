@@ -17,8 +17,8 @@ Case tiny_case() {
 }
 
 std::vector<uint8_t> output_of(const Case& c, uint16_t fill) {
-  const size_t n = static_cast<size_t>(c.num_tokens) * c.geometry.heads_per_rank *
-                   c.geometry.head_dim;
+  const size_t n =
+      static_cast<size_t>(c.num_tokens) * c.geometry.heads_per_rank * c.geometry.head_dim;
   std::vector<uint8_t> out(2 * n);
   for (size_t i = 0; i < n; ++i) {
     out[2 * i] = fill & 0xFF;

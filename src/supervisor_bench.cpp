@@ -2,9 +2,9 @@
 // rank (one DCP group of the whole world), with the same failure handling as a
 // case (hang, crash, trap: the session dies with a diagnosis), then the
 // upstream reduction (max over ranks per repeat, median over repeats).
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "bench.h"
 #include "errors.h"
@@ -104,10 +104,9 @@ CaseResult Session::Impl::run_bench_point(const Case& c, ::dcp::Impl impl, const
   }
   if (out.status == CaseStatus::kPass &&
       (rank_us->size() != workers.size() ||
-       std::any_of(rank_us->begin(), rank_us->end(),
-                   [&](const std::vector<double>& v) {
-                     return v.size() != static_cast<size_t>(spec.repeats);
-                   }))) {
+       std::any_of(rank_us->begin(), rank_us->end(), [&](const std::vector<double>& v) {
+         return v.size() != static_cast<size_t>(spec.repeats);
+       }))) {
     out.status = CaseStatus::kError;
     out.message = "a rank passed its check but reported no timings";
   }

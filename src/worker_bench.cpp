@@ -36,10 +36,14 @@ RankCaseResult error_result(const Case& c, int rank, const std::exception& e) {
 
 nlohmann::json make_bench_request(int index, const Case& c, Impl impl, int ops_per_graph,
                                   int repeats, int replays, int warmup) {
-  return {{"type", "bench"},       {"index", index},
-          {"id", format_case_id(c)}, {"impl", impl == Impl::kStock ? "stock" : "direct"},
-          {"ops_per_graph", ops_per_graph}, {"repeats", repeats},
-          {"replays", replays},     {"warmup", warmup}};
+  return {{"type", "bench"},
+          {"index", index},
+          {"id", format_case_id(c)},
+          {"impl", impl == Impl::kStock ? "stock" : "direct"},
+          {"ops_per_graph", ops_per_graph},
+          {"repeats", repeats},
+          {"replays", replays},
+          {"warmup", warmup}};
 }
 
 nlohmann::json run_bench_request(const nlohmann::json& request, WorkerBenchHooks& hooks) {

@@ -7,9 +7,8 @@
 #pragma once
 
 #include <functional>
-#include <utility>
-
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "backend.h"
 #include "case_runner.h"
