@@ -153,7 +153,8 @@ done
 # (PR_SET_PDEATHSIG), and no name of the run exists after start-up.
 start --backend host --world 4 --geometry tiny --suite default --timeout 10
 for _ in $(seq 200); do  # until start-up is over: workers up, run directory gone
-  [[ -n $(run_workers "$PID") ]] && ! ls -d /tmp/dcp-check."$PID".* >/dev/null 2>&1 && break
+  [[ -n $(run_workers "$PID") ]] &&
+    ! ls -d "${TMPDIR:-/tmp}/dcp-check.$PID."* /tmp/dcp-check."$PID".* >/dev/null 2>&1 && break
   sleep 0.05
 done
 T0=$(date +%s.%N)
