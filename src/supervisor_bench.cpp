@@ -38,9 +38,15 @@ BenchResult Session::run_bench(const BenchSpec& spec) {
       p.impl = impl;
       const Case c = bench_case(result.dcp_size, s.config.geometry, t);
       p.check = s.run_bench_point(c, impl, spec, &p.rank_us);
-      if (p.check.status == CaseStatus::kPass) {
-        reduce_point(p, result.dcp_size, s.config.geometry, c.out_dtype);
-      }
+      // A failed check still reports its timings (every rank finished them);
+      // the table then says the check failed.
+      const bool timed = p.check.status == CaseStatus::kPass ||
+                         (p.check.status == CaseStatus::kFail &&
+                          p.rank_us.size() == static_cast<size_t>(result.world) &&
+                          std::all_of(p.rank_us.begin(), p.rank_us.end(), [&](const auto& v) {
+                            return v.size() == static_cast<size_t>(spec.repeats);
+                          }));
+      if (timed) reduce_point(p, result.dcp_size, s.config.geometry, c.out_dtype);
       result.points.push_back(std::move(p));
       if (s.dead) return result;
     }
