@@ -239,6 +239,10 @@ void HostBackend::dispatch(const Case& c, const CallInputs& call, int slot, int 
     auto f = flag(dest, slot, parity, me_);
     if (config_.mutant == kHostMutantEarlySignal) {
       f.store(epoch, std::memory_order_release);
+      // The copy of a real early-signalling kernel is still in flight when a
+      // peer sees the flag; on a CPU the window is nanoseconds and the race is
+      // seen only now and then. Widen it so the self-test sees it every run.
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
       copy_payload(c, call, dest, slot, parity);
     } else {
       copy_payload(c, call, dest, slot, parity);
