@@ -3,20 +3,11 @@
 #include <doctest/doctest.h>
 
 #include "errors.h"
+#include "usage_message_for_tests.h"
 #include "geometry.h"
 
 namespace dcp {
 namespace {
-
-template <typename Fn>
-std::string usage_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;

@@ -7,23 +7,13 @@
 #include <doctest/doctest.h>
 
 #include "errors.h"
+#include "usage_message_for_tests.h"
 #include "geometry.h"
 #include "replay.h"
 #include "suites.h"
 
 namespace dcp {
 namespace {
-
-// The message of the UsageError `fn` throws ("" if it throws none).
-template <typename Fn>
-std::string usage_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 RunOptions host_run() {
   RunOptions o;
