@@ -8,6 +8,7 @@
 
 #include "errors.h"
 #include "report_json.h"
+#include "results.h"
 #include "version.h"
 
 namespace dcp {
@@ -20,15 +21,6 @@ namespace fs = std::filesystem;
 constexpr size_t kMaxBundleMismatches = 16;
 
 std::string hex64(uint64_t v) { return fmt::format("0x{:016x}", v); }
-
-nlohmann::json geometry_json(const Geometry& g) {
-  return {{"name", g.name},
-          {"heads_per_rank", g.heads_per_rank},
-          {"head_dim", g.head_dim},
-          {"max_tokens", g.max_tokens},
-          {"storage_heads", g.storage_heads},
-          {"source", g.source}};
-}
 
 nlohmann::json case_json(const Case& c) {
   nlohmann::json j = {{"id", format_case_id(c)},

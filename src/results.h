@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "case.h"
+
 namespace dcp {
 
 struct Mismatch {
@@ -56,5 +58,9 @@ void from_json(const nlohmann::json& j, Mismatch& m);
 void to_json(nlohmann::json& j, const RankCaseResult& r);
 void from_json(const nlohmann::json& j, RankCaseResult& r);
 std::string_view to_string(CaseStatus s);
+
+// A geometry as JSON (every field), for the worker config and failure bundles.
+nlohmann::json geometry_json(const Geometry& g);
+Geometry geometry_from_json(const nlohmann::json& j);  // throws nlohmann::json::exception
 
 }  // namespace dcp

@@ -1,33 +1,11 @@
 #include "worker_protocol.h"
 
 #include "errors.h"
+#include "results.h"
 
 namespace dcp {
-namespace {
 
 using nlohmann::json;
-
-json geometry_json(const Geometry& g) {
-  return {{"name", g.name},
-          {"heads_per_rank", g.heads_per_rank},
-          {"head_dim", g.head_dim},
-          {"max_tokens", g.max_tokens},
-          {"storage_heads", g.storage_heads},
-          {"source", g.source}};
-}
-
-Geometry geometry_from(const json& j) {
-  Geometry g;
-  g.name = j.at("name").get<std::string>();
-  g.heads_per_rank = j.at("heads_per_rank").get<int>();
-  g.head_dim = j.at("head_dim").get<int>();
-  g.max_tokens = j.at("max_tokens").get<int>();
-  g.storage_heads = j.at("storage_heads").get<int>();
-  g.source = j.at("source").get<std::string>();
-  return g;
-}
-
-}  // namespace
 
 std::string_view to_string(FaultSpec::Kind kind) {
   switch (kind) {
@@ -84,7 +62,7 @@ WorkerConfig worker_config_from_json(const nlohmann::json& j) {
     c.gather_timeout_s = j.at("gather_timeout_s").get<double>();
     SessionConfig& s = c.session;
     s.world = j.at("world").get<int>();
-    s.geometry = geometry_from(j.at("geometry"));
+    s.geometry = geometry_from_json(j.at("geometry"));
     s.backend =
         j.at("backend").get<std::string>() == "host" ? BackendKind::kHost : BackendKind::kGpu;
     s.impl = j.at("impl").get<std::string>() == "stock" ? Impl::kStock : Impl::kDirect;
