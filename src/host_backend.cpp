@@ -227,6 +227,12 @@ void HostBackend::run_call(const Case& c, const CallInputs& call, std::vector<ui
   dispatch(c, call, slot, parity, epoch);
   status_->last_signalled_epoch[slot] = epoch;
   wait_for_flags(slot, parity, epoch);
+  if (config_.mutant == kHostMutantSingleParity) {
+    // A GPU combine reads its receive buffer for microseconds while a peer that
+    // ran ahead may already be writing the next call into the same (only)
+    // half; on a CPU that window is too short to be seen reliably. Widen it.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   combine(c, slot, parity, out);
   status_->last_completed_epoch[slot] = epoch;
 }
