@@ -83,9 +83,9 @@ __device__ __forceinline__ uint32_t load_volatile(const uint32_t* p) {
 // ------------------------------------------------------------------- helpers
 
 template <bool kWithMutants>
-__device__ __forceinline__ int active_mutant(const DirectA2AParams& p) {
+__device__ __forceinline__ int active_mutant(int mutant) {
   if constexpr (kWithMutants) {
-    return p.mutant;
+    return mutant;
   } else {
     return kMutantNone;  // constant: every mutant branch folds away
   }
@@ -106,8 +106,9 @@ __device__ __forceinline__ bool flag_accepted(uint32_t flag, uint32_t epoch, int
 // ------------------------------------------------------------------ dispatch
 
 template <ElemType kLse, bool kWithMutants>
-__global__ void __launch_bounds__(256) direct_dispatch_kernel(const DirectA2AParams p) {
-  const int mutant = active_mutant<kWithMutants>(p);
+__global__ void __launch_bounds__(256) direct_dispatch_kernel(const DirectA2AParams p,
+                                                                int mutant_id) {
+  const int mutant = active_mutant<kWithMutants>(mutant_id);
   DirectSlotState* st = slot_state(p, mutant);
   const bool relaxed = mutant == kMutantRelaxedOrdering;
   const uint32_t epoch = load_volatile(&st->epoch) + 1u;
@@ -199,8 +200,7 @@ __device__ __noinline__ void report_and_trap(WaitStatus* status, uint32_t* trap_
 // satisfied at once, so the fast path never touches host memory.
 template <bool kWithMutants>
 __device__ void wait_for_sources(const DirectA2AParams& p, DirectSlotState* st, uint32_t epoch,
-                                 uint32_t parity) {
-  const int mutant = active_mutant<kWithMutants>(p);
+                                 uint32_t parity, int mutant) {
   const bool relaxed = mutant == kMutantRelaxedOrdering;
   const uint32_t* flags = p.flags[p.group_rank] + parity * p.dcp_size;
   const bool publish = blockIdx.x == 0 && p.status != nullptr;
@@ -234,12 +234,13 @@ __device__ void wait_for_sources(const DirectA2AParams& p, DirectSlotState* st, 
 }
 
 template <ElemType kOut, bool kWithMutants>
-__global__ void __launch_bounds__(kCombineThreads) direct_combine_kernel(const DirectA2AParams p) {
-  const int mutant = active_mutant<kWithMutants>(p);
+__global__ void __launch_bounds__(kCombineThreads) direct_combine_kernel(const DirectA2AParams p,
+                                                                           int mutant_id) {
+  const int mutant = active_mutant<kWithMutants>(mutant_id);
   DirectSlotState* st = slot_state(p, mutant);
   const uint32_t epoch = load_volatile(&st->epoch);
   const uint32_t parity = mutant == kMutantSingleParity ? 0u : (epoch & 1u);
-  if (threadIdx.x == 0) wait_for_sources<kWithMutants>(p, st, epoch, parity);
+  if (threadIdx.x == 0) wait_for_sources<kWithMutants>(p, st, epoch, parity, mutant);
   __syncthreads();  // the acquire by thread 0 orders every thread's reads below
 
   const int W = p.dcp_size, H = p.heads_per_rank, D = p.head_dim;
@@ -294,7 +295,7 @@ __global__ void reset_kernel(SlotFlags slot_flags, int num_slots, int dcp_size,
 // ------------------------------------------------------------------- launch
 
 template <bool kWithMutants>
-cudaError_t launch_impl(const DirectA2AParams& p, cudaStream_t stream) {
+cudaError_t launch_impl(const DirectA2AParams& p, int mutant, cudaStream_t stream) {
   if (!validate_direct_params(p).empty()) return cudaErrorInvalidValue;
   const int vecs_per_row = p.heads_per_rank * p.head_dim / device::kVecElems;
   const int dispatch_threads = std::min(256, std::max(64, (vecs_per_row + 31) / 32 * 32));
@@ -302,15 +303,15 @@ cudaError_t launch_impl(const DirectA2AParams& p, cudaStream_t stream) {
   switch (p.lse_dtype) {
     case ElemType::kFp32:
       direct_dispatch_kernel<ElemType::kFp32, kWithMutants>
-          <<<dispatch_grid, dispatch_threads, 0, stream>>>(p);
+          <<<dispatch_grid, dispatch_threads, 0, stream>>>(p, mutant);
       break;
     case ElemType::kFp16:
       direct_dispatch_kernel<ElemType::kFp16, kWithMutants>
-          <<<dispatch_grid, dispatch_threads, 0, stream>>>(p);
+          <<<dispatch_grid, dispatch_threads, 0, stream>>>(p, mutant);
       break;
     case ElemType::kBf16:
       direct_dispatch_kernel<ElemType::kBf16, kWithMutants>
-          <<<dispatch_grid, dispatch_threads, 0, stream>>>(p);
+          <<<dispatch_grid, dispatch_threads, 0, stream>>>(p, mutant);
       break;
     default:
       return cudaErrorInvalidValue;
@@ -322,11 +323,11 @@ cudaError_t launch_impl(const DirectA2AParams& p, cudaStream_t stream) {
   switch (p.out_dtype) {
     case ElemType::kFp16:
       direct_combine_kernel<ElemType::kFp16, kWithMutants>
-          <<<combine_blocks, kCombineThreads, 0, stream>>>(p);
+          <<<combine_blocks, kCombineThreads, 0, stream>>>(p, mutant);
       break;
     case ElemType::kBf16:
       direct_combine_kernel<ElemType::kBf16, kWithMutants>
-          <<<combine_blocks, kCombineThreads, 0, stream>>>(p);
+          <<<combine_blocks, kCombineThreads, 0, stream>>>(p, mutant);
       break;
     default:
       return cudaErrorInvalidValue;
@@ -408,12 +409,12 @@ std::string validate_direct_params(const DirectA2AParams& p) {
 // ------------------------------------------------------------ host launchers
 
 cudaError_t launch_direct_a2a(const DirectA2AParams& p, cudaStream_t stream) {
-  if (p.mutant != kMutantNone) return cudaErrorInvalidValue;
-  return launch_impl<false>(p, stream);
+  return launch_impl<false>(p, kMutantNone, stream);
 }
 
-cudaError_t launch_direct_a2a_mutant(const DirectA2AParams& p, cudaStream_t stream) {
-  return launch_impl<true>(p, stream);
+cudaError_t launch_direct_a2a_mutant(const DirectA2AParams& p, int mutant, cudaStream_t stream) {
+  if (mutant != kMutantNone && find_gpu_mutant(mutant) == nullptr) return cudaErrorInvalidValue;
+  return launch_impl<true>(p, mutant, stream);
 }
 
 cudaError_t launch_delay(uint32_t ns, cudaStream_t stream) {
@@ -434,6 +435,20 @@ cudaError_t reset_direct_workspace(void* local_workspace, const DirectWorkspaceL
                                                          layout.flags_offset(slot));
   }
   reset_kernel<<<1, 64, 0, stream>>>(slot_flags, layout.num_slots, layout.dcp_size, states, epoch);
+  return cudaGetLastError();
+}
+
+cudaError_t reset_direct_slot(void* local_workspace, const DirectWorkspaceLayout& layout,
+                              DirectSlotState* states, int slot, uint32_t epoch,
+                              cudaStream_t stream) {
+  if (local_workspace == nullptr || states == nullptr || slot < 0 || slot >= layout.num_slots ||
+      layout.num_slots > kMaxSlots) {
+    return cudaErrorInvalidValue;
+  }
+  SlotFlags slot_flags{};
+  slot_flags.flags[0] = reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(local_workspace) +
+                                                    layout.flags_offset(slot));
+  reset_kernel<<<1, 64, 0, stream>>>(slot_flags, 1, layout.dcp_size, states + slot, epoch);
   return cudaGetLastError();
 }
 

@@ -78,7 +78,6 @@ struct DirectA2AParams {
   const int32_t* seq_lens;         // [num_seqs]
   const int32_t* query_start_loc;  // [num_seqs + 1]
   int32_t num_seqs;
-  int32_t mutant;  // 0; honoured only by launch_direct_a2a_mutant
   // The slot's receive regions in every group rank's workspace, as mapped into
   // this process (index = group rank; [group_rank] is this rank's own).
   void* out_recv[kMaxDcpSize];
@@ -96,13 +95,14 @@ struct DirectA2AParams {
 std::string validate_direct_params(const DirectA2AParams& p);
 
 // Enqueues dispatch + combine on `stream` (capturable: no allocation, no host
-// sync). Returns cudaErrorInvalidValue when validate_direct_params fails or
-// p.mutant != 0, else the launch error.
+// sync). Returns cudaErrorInvalidValue when validate_direct_params fails, else
+// the launch error.
 cudaError_t launch_direct_a2a(const DirectA2AParams& p, cudaStream_t stream);
 
 // The self-test variant: the same kernels instantiated with the mutant switch
-// compiled in. p.mutant selects one of kernels/mutants.h (0 behaves correctly).
-cudaError_t launch_direct_a2a_mutant(const DirectA2AParams& p, cudaStream_t stream);
+// compiled in; `mutant` is one of kernels/mutants.h (0 behaves correctly). Only
+// the built-in kernel's plugin entry reaches it, when selftest names a mutant.
+cudaError_t launch_direct_a2a_mutant(const DirectA2AParams& p, int mutant, cudaStream_t stream);
 
 // One thread spins for `ns` nanoseconds of %globaltimer (per-rank skew).
 cudaError_t launch_delay(uint32_t ns, cudaStream_t stream);
@@ -113,5 +113,9 @@ cudaError_t launch_delay(uint32_t ns, cudaStream_t stream);
 // it) and synchronises the stream before the next call on any rank.
 cudaError_t reset_direct_workspace(void* local_workspace, const DirectWorkspaceLayout& layout,
                                    DirectSlotState* states, uint32_t epoch, cudaStream_t stream);
+// The same for one slot (`states` is the array of every slot's state).
+cudaError_t reset_direct_slot(void* local_workspace, const DirectWorkspaceLayout& layout,
+                              DirectSlotState* states, int slot, uint32_t epoch,
+                              cudaStream_t stream);
 
 }  // namespace dcp

@@ -9,24 +9,15 @@
 
 #include <cstdint>
 
+#include "dcp_kernel_plugin.h"
+
 namespace dcp {
 
 inline constexpr int kMaxSlots = 2;  // ubatch slots per workspace (DBO uses 2)
 
-struct WaitStatus {
-  // Set while a combine spins on a flag; cleared when the wait ends.
-  volatile uint32_t waiting;
-  volatile uint32_t wait_source;      // group rank being waited on
-  volatile uint32_t wait_slot;
-  volatile uint32_t wait_parity;
-  volatile uint32_t wait_epoch;       // epoch the flag must reach
-  volatile uint32_t wait_flag_value;  // what the flag held at the last read
-  // Per slot: the last epoch this rank's dispatch signalled to every peer, and
-  // the last epoch whose combine finished.
-  volatile uint32_t last_signalled_epoch[kMaxSlots];
-  volatile uint32_t last_completed_epoch[kMaxSlots];
-  volatile uint32_t trapped;          // 1 after the bounded spin gave up
-  uint32_t reserved[5];
-};
+// The record is the plugin ABI's (kernels/dcp_kernel_plugin.h), so the built-in
+// kernels and plugins publish the same fields.
+using WaitStatus = dcpWaitStatus_v1;
+static_assert(kMaxSlots == DCP_WAIT_STATUS_SLOTS);
 
 }  // namespace dcp

@@ -12,12 +12,11 @@
 
 #include "case.h"
 #include "errors.h"
+#include "kernel_plugin.h"
 #include "rendezvous.h"
 #include "wait_status.h"
 
 namespace dcp {
-
-enum class Impl : uint8_t { kDirect, kStock };
 
 struct BackendConfig {
   int global_rank = 0;
@@ -26,11 +25,12 @@ struct BackendConfig {
   int dcp_size = 2;
   std::vector<int> members;  // global ranks of this group, ascending
   Geometry geometry;         // sizes the workspace (max_tokens, H, D)
-  Impl impl = Impl::kDirect;
-  int mutant = 0;            // 0: the correct kernel; >0 only from `selftest`
+  std::shared_ptr<const LoadedKernel> kernel;  // the kernel under test (built-in or plugin)
+  int mutant = 0;            // 0: the correct kernel; >0 only from `selftest` (1-based, kernel's list)
   double spin_timeout_s = 10;  // bounded device/host spin before trap
   int device = 0;            // CUDA device ordinal (gpu backend)
   WaitStatus* status = nullptr;  // this rank's status board entry
+  volatile uint32_t* in_kernel = nullptr;  // board mark: 1 while inside a kernel (plugin) function
   std::string run_id;        // unique per run: names shared-memory segments
 };
 

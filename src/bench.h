@@ -22,6 +22,10 @@ inline constexpr int kDefaultBenchReplays = 100;
 inline constexpr int kDefaultBenchWarmupReplays = 10;
 inline constexpr const char* kDefaultBenchTokens = "1,8,16,32,64,128";
 
+// The two sides of the table: kDirect is the kernel under test (--kernel; the
+// built-in direct kernel by default), kStock the NCCL baseline.
+enum class Impl : uint8_t { kDirect, kStock };
+
 struct BenchSpec {
   std::vector<int> tokens;                  // ascending as given
   std::vector<Impl> impls;                  // what actually runs (after the shared-GPU rules)

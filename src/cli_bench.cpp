@@ -53,8 +53,11 @@ ValidBench validate_bench_options(const BenchOptions& o) {
   if (o.session.impl != "direct" && o.session.impl != "stock" && o.session.impl != "both") {
     throw UsageError(fmt::format("--impl {}: must be direct, stock or both", o.session.impl));
   }
+  if (!o.session.against.empty()) {
+    throw UsageError("--against: bench compares with the stock path itself (--impl both)");
+  }
   SessionOptions session = o.session;
-  session.impl = "direct";  // workspaces built at start-up; bench picks impls per point
+  session.impl.clear();  // workspaces built at start-up; bench picks impls per point
   v.config = make_session_config(session, ReportOptions{}, o.world, g);
   v.impl_flag = o.session.impl;
   v.spec.tokens = parse_bench_tokens(o.tokens, g.max_tokens);

@@ -144,8 +144,13 @@ class RunCommand {
     report_.interrupted_by = interrupts_.signal_received();
     // Summary first: if a report cannot be written, main's error line (exit 3)
     // comes last, right under the verdict it overrides.
-    if (report_.exit_code != kExitUsage) term_.summary(report_);
+    const Counts counts = count_results(report_.cases);
+    const bool all_skipped = counts.total > 0 && counts.skipped == counts.total;
+    if (report_.exit_code != kExitUsage || all_skipped) term_.summary(report_);
     write_reports(v_.report, report_);
+    if (all_skipped && report_.exit_code == kExitUsage) {
+      fmt::print(stderr, "dcp-check: error: every selected case was skipped: nothing was tested\n");
+    }
   }
 
   const ValidRun& v_;

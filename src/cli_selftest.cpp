@@ -93,7 +93,7 @@ int run_selftest_command(const SelftestOptions& o) {
   SelftestPlan plan;
   plan.suite = selection.suite;
   plan.fast = o.fast;
-  plan.mutants = select_mutants(mutants_for_backend(base.backend), o.mutants);
+  plan.mutants = select_mutants(mutants_for(base), o.mutants);
   const SuiteOptions suite_opts{
       .world = o.world, .geometry = geometry, .base_seed = selection.seed};
   plan.cases = suite_cases(selection.suite, suite_opts, selection);

@@ -107,8 +107,8 @@ ValidStress validate_stress_options(const StressOptions& o) {
 std::string backend_name(const SessionConfig& c) {
   return c.backend == BackendKind::kHost ? "host" : "gpu";
 }
-std::string impl_name(const SessionConfig& c) {
-  return c.check_both_impls ? "both" : (c.impl == Impl::kStock ? "stock" : "direct");
+std::string kernel_name(const SessionConfig& c) {
+  return kernels_text(c.kernel, c.against ? &*c.against : nullptr);
 }
 
 // One failure as the report and the bundle see it.
@@ -163,17 +163,17 @@ class StressCommand {
     if (v_.iterations > 0) {
       limits += fmt::format("{}{} scenarios", limits.empty() ? "" : " or ", v_.iterations);
     }
-    say(fmt::format("dcp-check stress: world {} ({}), geometry {}, backend {}, impl {}, {}{}{}",
+    say(fmt::format("dcp-check stress: world {} ({}), geometry {}, backend {}, {}, {}{}{}",
                     v_.config.world, describe_groups(v_.config.world),
                     g.name.empty() ? "custom" : g.name, backend_name(v_.config),
-                    impl_name(v_.config), limits, v_.keep_going ? ", --keep-going" : "",
+                    kernel_name(v_.config), limits, v_.keep_going ? ", --keep-going" : "",
                     v_.config.check_determinism ? ", --check-determinism" : ""));
     // Always printed, quiet or not: without it a failure-free run cannot be redone.
     std::printf("seed 0x%016llx%s\n", static_cast<unsigned long long>(v_.seed),
                 v_.seed_given ? "" : " (random; rerun this run with --seed)");
     if (v_.config.mutant != 0) {
       std::string name = std::to_string(v_.config.mutant);
-      for (const MutantInfo& m : mutants_for_backend(v_.config.backend)) {
+      for (const MutantInfo& m : mutants_for(v_.config)) {
         if (m.id == v_.config.mutant) name = m.name;
       }
       std::printf("TEST ONLY: running a deliberately broken kernel variant (--mutant %s)\n",
@@ -262,7 +262,7 @@ class StressCommand {
     b.result = f.result;
     b.world = v_.config.world;
     b.backend = backend_name(v_.config);
-    b.impl = impl_name(v_.config);
+    b.impl = kernel_name(v_.config);
     b.replay = f.result.replay;
     b.stress_seed = v_.seed;
     b.stress_index = f.index;

@@ -28,7 +28,7 @@ struct FailureBundle {
   CaseResult result;
   int world = 0;
   std::string backend;                   // "gpu" or "host"
-  std::string impl;                      // "direct" or "stock"
+  std::string impl;                      // the kernel(s) under test, as the terminal names them
   std::string replay;                    // the failure's replay line
   std::optional<uint64_t> stress_seed;   // stress only: the run's --seed
   std::optional<uint64_t> stress_index;  // stress only: the scenario's index

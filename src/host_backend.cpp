@@ -20,6 +20,7 @@
 #include "errors.h"
 #include "host_combine.h"
 #include "host_mutants.h"
+#include "shm_segment.h"
 #include "status_board.h"
 #include "suites.h"
 
@@ -54,49 +55,6 @@ struct SegmentLayout {
   size_t row_index(int slot, int parity, int src, int token, int head) const {
     return ((flag_index(slot, parity, src) * max_tokens) + token) * heads + head;
   }
-};
-
-// A mapped segment; unlinks the name only if asked to (the owner does it once
-// every peer has mapped it, so a crash later leaves nothing behind).
-class Segment {
- public:
-  Segment(const std::string& name, size_t bytes, bool create) : name_(name), bytes_(bytes) {
-    int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0);
-    int fd = shm_open(name.c_str(), flags, 0600);
-    DCP_CHECK(fd >= 0, HarnessError, "host backend: cannot {} shared memory {}: {}",
-              create ? "create" : "open", name, std::strerror(errno));
-    linked_ = create;
-    int rc = create ? ftruncate(fd, static_cast<off_t>(bytes)) : 0;
-    struct stat st {};
-    if (rc == 0 && fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= bytes) {
-      base_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    }
-    int err = errno;
-    close(fd);
-    if (base_ == nullptr || base_ == MAP_FAILED) {
-      base_ = nullptr;
-      unlink_name();
-      DCP_THROW(HarnessError, "host backend: cannot size or map {} ({} bytes): {}", name, bytes,
-                std::strerror(err));
-    }
-  }
-  Segment(const Segment&) = delete;
-  Segment& operator=(const Segment&) = delete;
-  ~Segment() {
-    if (base_ != nullptr) munmap(base_, bytes_);
-    unlink_name();
-  }
-  void unlink_name() {
-    if (linked_) shm_unlink(name_.c_str());
-    linked_ = false;
-  }
-  char* base() const { return static_cast<char*>(base_); }
-
- private:
-  std::string name_;
-  size_t bytes_ = 0;
-  void* base_ = nullptr;
-  bool linked_ = false;
 };
 
 float load_lse(DType t, const uint8_t* row, size_t idx) {
@@ -368,7 +326,10 @@ std::string host_segment_name(const std::string& run_id, int dcp_size, int group
 std::vector<std::string> host_segment_names(const std::string& run_id, int world) {
   std::vector<std::string> names;
   for (int g : dcp_sizes_for_world(world)) {
-    for (int r = 0; r < world; ++r) names.push_back(host_segment_name(run_id, g, r / g, r));
+    for (int r = 0; r < world; ++r) {
+      names.push_back(host_segment_name(run_id, g, r / g, r));
+      names.push_back(host_segment_name(run_id, g, r / g, r) + kPluginSegmentSuffix);
+    }
   }
   return names;
 }

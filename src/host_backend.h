@@ -23,10 +23,19 @@ namespace dcp {
 // it. Throws UsageError when /dev/shm cannot hold the workspace.
 std::unique_ptr<RankBackend> make_host_backend(const BackendConfig& config, Rendezvous& rendezvous);
 
+// The host harness for plugins that declare DCP_MEMORY_HOST: the plugin's
+// regions in one shared-memory segment per rank (payload and control regions;
+// local ones in private memory), every call run to completion on this thread.
+// Graph cases run as eager calls, as in the host model.
+std::unique_ptr<RankBackend> make_host_plugin_backend(const BackendConfig& config,
+                                                      Rendezvous& rendezvous);
+
 // Deterministic segment name, so the supervisor can unlink it after a crash:
 // /dcp-check-<run_id>-g<dcp_size>x<group_idx>-r<global_rank>.
 std::string host_segment_name(const std::string& run_id, int dcp_size, int group_idx,
                               int global_rank);
+// A host plugin's segment is host_segment_name(...) + this suffix.
+inline constexpr const char* kPluginSegmentSuffix = "-p";
 // Every segment name a run of `world` ranks can create.
 std::vector<std::string> host_segment_names(const std::string& run_id, int world);
 // Bytes of one rank's segment for a group of dcp_size ranks (mapped sparsely:

@@ -292,8 +292,9 @@ TEST_CASE("a wait that never ends traps with who waits on whom, and the status b
 
 TEST_CASE("segment names are deterministic and cover every group of a world") {
   auto names = host_segment_names("rid", 4);
-  // dcp4: 1 group of 4 ranks; dcp2: 2 groups of 2.
-  REQUIRE(names.size() == 8);
+  // dcp4: 1 group of 4 ranks; dcp2: 2 groups of 2; each name also with the host plugin suffix.
+  REQUIRE(names.size() == 16);
+  CHECK(std::find(names.begin(), names.end(), "/dcp-check-rid-g2x1-r3-p") != names.end());
   CHECK(std::find(names.begin(), names.end(), "/dcp-check-rid-g4x0-r3") != names.end());
   CHECK(std::find(names.begin(), names.end(), "/dcp-check-rid-g2x1-r3") != names.end());
   CHECK(host_segment_name("rid", 2, 1, 2) == "/dcp-check-rid-g2x1-r2");

@@ -12,7 +12,7 @@
 
 namespace dcp {
 
-inline constexpr const char* kImplsDisagree = "direct vs stock disagree";
+inline constexpr const char* kImplsDisagree = "the kernel and the --against kernel disagree";
 
 // Compares every call's output ([T, H, D] in c.out_dtype, op order) and adds
 // each differing element to `into` as a mismatch (got: stock, want: direct,

@@ -209,8 +209,7 @@ TEST_CASE("validate_direct_params accepts a good call and names each bad field")
   p.num_tokens = 0;
   CHECK(launch_direct_a2a(p, nullptr) == cudaErrorInvalidValue);
   p = valid_params(arena);
-  p.mutant = kMutantHalfAccumulation;
-  CHECK(launch_direct_a2a(p, nullptr) == cudaErrorInvalidValue);  // mutants need the other entry
+  CHECK(launch_direct_a2a_mutant(p, 999, nullptr) == cudaErrorInvalidValue);  // unknown mutant
 }
 
 TEST_CASE("stock layout and validation") {

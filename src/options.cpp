@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "kernel_plugin.h"
+
 #include "errors.h"
 #include "geometry.h"
 #include "replay.h"
@@ -236,7 +238,6 @@ void validate_report_options(const ReportOptions& opts) {
 SessionConfig make_session_config(const SessionOptions& opts, const ReportOptions& report,
                                   int world, const Geometry& geometry) {
   check_choice("--backend", opts.backend, {"gpu", "host"});
-  check_choice("--impl", opts.impl, {"direct", "stock", "both"});
   check_choice("--mps", opts.mps, {"auto", "on", "off"});
   if (!std::isfinite(opts.timeout_s) || opts.timeout_s <= 0 || opts.timeout_s > kMaxTimeoutS) {
     usage(fmt::format("--timeout {}: must be a number of seconds > 0 and <= {}", opts.timeout_s,
@@ -249,14 +250,28 @@ SessionConfig make_session_config(const SessionOptions& opts, const ReportOption
   if (config.backend == BackendKind::kHost && opts.mps == "on") {
     usage("--mps on needs --backend gpu (the host backend runs no GPU work)");
   }
-  config.impl = opts.impl == "stock" ? Impl::kStock : Impl::kDirect;
-  config.check_both_impls = opts.impl == "both";
+  std::string kernel = opts.kernel;
+  std::string against = opts.against;
+  if (!opts.impl.empty()) {
+    check_choice("--impl", opts.impl, {"direct", "stock", "both"});
+    if (!opts.kernel.empty() || !opts.against.empty()) {
+      usage("--impl is the older spelling of --kernel/--against: give one or the other");
+    }
+    kernel = opts.impl == "stock" ? "stock" : "direct";
+    if (opts.impl == "both") against = "stock";
+  }
+  if (kernel.empty()) kernel = kDefaultKernel;
+  config.kernel = load_kernel(kernel)->info();
+  if (!against.empty()) {
+    if (against == kernel) usage(fmt::format("--against {}: the same kernel as --kernel", against));
+    config.against = load_kernel(against)->info();
+  }
   config.timeout_s = opts.timeout_s;
   config.mps = opts.mps == "on" ? MpsMode::kOn : (opts.mps == "off" ? MpsMode::kOff : MpsMode::kAuto);
   config.fault = parse_fault_spec(opts.inject_fault, world);
   if (!opts.mutant.empty()) {
     const std::vector<MutantInfo> picked =
-        select_mutants(mutants_for_backend(config.backend), opts.mutant);
+        select_mutants(mutants_for(config), opts.mutant);
     if (picked.size() != 1) usage(fmt::format("--mutant '{}': name exactly one", opts.mutant));
     config.mutant = picked[0].id;
   }
@@ -331,7 +346,11 @@ void add_selection_options(CLI::App* app, SelectionOptions& opts) {
 void add_session_options(CLI::App* app, SessionOptions& opts) {
   app->add_option("-b,--backend", opts.backend,
                   "gpu (default; needs a GPU) | host (CPU model of the same protocol)");
-  app->add_option("--impl", opts.impl, "direct (default) | stock | both (compare)");
+  app->add_option("--kernel", opts.kernel,
+                  "Kernel under test: direct (default) | stock | PATH of a plugin .so (docs/plugins.md)");
+  app->add_option("--against", opts.against,
+                  "A second kernel run on the same cases, outputs compared bit for bit");
+  app->add_option("--impl", opts.impl, "Older spelling: direct | stock | both (= --against stock)");
   app->add_option("-t,--timeout", opts.timeout_s, "Per-call deadline in seconds (default 10)");
   app->add_option("--mps", opts.mps, "auto (default) | on | off: CUDA MPS when ranks share a GPU");
   // Test-only: hidden from --help (an empty group hides an option in CLI11).

@@ -45,7 +45,9 @@ struct SelectionOptions {
 // Flags of every command that starts a Session.
 struct SessionOptions {
   std::string backend = "gpu";   // gpu | host
-  std::string impl = "direct";   // direct | stock | both
+  std::string kernel;            // direct (default) | stock | PATH of a plugin library
+  std::string against;           // a second kernel, compared bit for bit ("" none)
+  std::string impl;              // the older spelling: direct | stock | both (= direct --against stock)
   double timeout_s = 10;         // per-call deadline
   std::string mps = "auto";      // auto | on | off
   std::string inject_fault;      // hidden, test only: KIND:RANK:CASE:OP

@@ -28,8 +28,9 @@ TEST_CASE("run options: defaults validate into a GPU session on the kimi preset"
   const ValidRun v = validate_run_options(RunOptions{});
   CHECK(v.config.world == 2);
   CHECK(v.config.backend == BackendKind::kGpu);
-  CHECK(v.config.impl == Impl::kDirect);
-  CHECK_FALSE(v.config.check_both_impls);
+  CHECK(v.config.kernel.spec == "direct");
+  CHECK(v.config.kernel.builtin);
+  CHECK_FALSE(v.config.against.has_value());
   CHECK(v.config.geometry == *find_geometry("kimi"));
   CHECK(v.selection.suite == "default");
   CHECK(v.config.fault.kind == FaultSpec::Kind::kNone);
@@ -137,13 +138,31 @@ TEST_CASE("session flags map to the SessionConfig; conflicts are usage errors") 
   o.report.verbose = true;
   ValidRun v = validate_run_options(o);
   CHECK(v.config.backend == BackendKind::kHost);
-  CHECK(v.config.check_both_impls);
+  REQUIRE(v.config.against.has_value());
+  CHECK(v.config.against->spec == "stock");
   CHECK(v.config.timeout_s == 2.5);
   CHECK(v.config.mps == MpsMode::kOff);
   CHECK(v.config.verbosity == 1);
 
   o.session.impl = "stock";
-  CHECK(validate_run_options(o).config.impl == Impl::kStock);
+  CHECK(validate_run_options(o).config.kernel.spec == "stock");
+  o.session.impl.clear();
+  o.session.kernel = "stock";
+  o.session.against = "direct";
+  ValidRun k = validate_run_options(o);
+  CHECK(k.config.kernel.spec == "stock");
+  CHECK(k.config.against->spec == "direct");
+  o.session.impl = "both";
+  CHECK(usage_message([&] { validate_run_options(o); }).find("--impl") != std::string::npos);
+  o.session.impl.clear();
+  o.session.kernel = "nosuch";
+  CHECK(usage_message([&] { validate_run_options(o); }).find("no built-in kernel") !=
+        std::string::npos);
+  o.session.kernel = "/nonexistent/libx.so";
+  CHECK(usage_message([&] { validate_run_options(o); }).find("no such file") != std::string::npos);
+  o.session.kernel = "direct";
+  o.session.against = "direct";
+  CHECK(usage_message([&] { validate_run_options(o); }).find("same kernel") != std::string::npos);
 
   RunOptions q = host_run();
   q.report.quiet = q.report.verbose = true;
@@ -208,14 +227,17 @@ TEST_CASE("replay_command carries what changes execution, and only that") {
   const std::string plain = replay_command(config, 2, c);
   CHECK(plain == "dcp-check replay " + format_replay_token(2, c));
   config.backend = BackendKind::kHost;
-  config.impl = Impl::kStock;
+  config.kernel = load_kernel("stock")->info();
   config.timeout_s = 3;
   const std::string host = replay_command(config, 2, c);
   CHECK(host.find(" --backend host") != std::string::npos);
-  CHECK(host.find(" --impl stock") != std::string::npos);
+  CHECK(host.find(" --kernel stock") != std::string::npos);
   CHECK(host.find(" --timeout 3") != std::string::npos);
-  config.check_both_impls = true;
-  CHECK(replay_command(config, 2, c).find(" --impl both") != std::string::npos);
+  config.kernel = default_kernel_info();
+  config.against = load_kernel("stock")->info();
+  CHECK(replay_command(config, 2, c).find(" --against stock") != std::string::npos);
+  config.kernel.spec = "./my lib.so";
+  CHECK(replay_command(config, 2, c).find(" --kernel './my lib.so'") != std::string::npos);
 }
 
 TEST_CASE("replay options: --repeat bounds") {

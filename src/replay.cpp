@@ -53,21 +53,30 @@ ReplayToken parse_replay_token(std::string_view token) {
   return out;
 }
 
+namespace {
+// A path in a replay line: quoted only when the shell would split or expand it.
+std::string shell_quote(const std::string& s) {
+  const bool plain = !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                       "0123456789/._-+=:,@") == std::string::npos;
+  if (plain) return s;
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+}  // namespace
+
 std::string replay_command(const SessionConfig& config, int world, const Case& c) {
   std::string cmd = "dcp-check replay " + format_replay_token(world, c);
   if (config.backend == BackendKind::kHost) cmd += " --backend host";
-  if (config.check_both_impls) {
-    cmd += " --impl both";
-  } else if (config.impl == Impl::kStock) {
-    cmd += " --impl stock";
-  }
+  if (config.kernel.spec != kDefaultKernel) cmd += " --kernel " + shell_quote(config.kernel.spec);
+  if (config.against) cmd += " --against " + shell_quote(config.against->spec);
   if (config.timeout_s != SessionOptions{}.timeout_s) cmd += fmt::format(" --timeout {}", config.timeout_s);
   if (config.mps == MpsMode::kOn) cmd += " --mps on";
   if (config.mps == MpsMode::kOff) cmd += " --mps off";
   // A test-only mutant is part of what ran: without it the line would pass.
   if (config.mutant != 0) {
     std::string name = std::to_string(config.mutant);
-    for (const MutantInfo& m : mutants_for_backend(config.backend)) {
+    for (const MutantInfo& m : mutants_for(config)) {
       if (m.id == config.mutant) name = m.name;
     }
     cmd += " --mutant " + name;

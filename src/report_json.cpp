@@ -82,7 +82,9 @@ nlohmann::ordered_json config_to_json(const RunReport& report) {
       {"filter", report.filter},
       {"seed", report.seed},
       {"backend", backend_name(c.backend)},
-      {"impl", c.check_both_impls ? "both" : (c.impl == Impl::kStock ? "stock" : "direct")},
+      {"kernel", nlohmann::ordered_json::parse(nlohmann::json(c.kernel).dump())},
+      {"against", c.against ? nlohmann::ordered_json::parse(nlohmann::json(*c.against).dump())
+                            : nlohmann::ordered_json(nullptr)},
       {"timeout_s", c.timeout_s},
       {"mps", mps_name(c.mps)},
       {"check_determinism", c.check_determinism},

@@ -48,6 +48,12 @@ void append_properties(std::string& xml, const RunReport& report) {
       {"world", std::to_string(c.world)},
       {"geometry", c.geometry.name.empty() ? "custom" : c.geometry.name},
       {"seed", std::to_string(report.seed)},
+      {"kernel", c.kernel.spec},
+      {"kernel_name", c.kernel.name},
+      {"kernel_version", c.kernel.version},
+      {"kernel_path", c.kernel.path},
+      {"kernel_sha256", c.kernel.sha256},
+      {"against", c.against ? c.against->spec : std::string()},
   };
   if (report.environment) {
     props.emplace_back("mps", report.environment->mps_mode);

@@ -42,10 +42,6 @@ std::string world_line(const SessionConfig& config) {
                                          : std::string());
 }
 
-std::string impl_name(const SessionConfig& config) {
-  if (config.check_both_impls) return "both";
-  return config.impl == Impl::kStock ? "stock" : "direct";
-}
 
 }  // namespace
 
@@ -216,7 +212,8 @@ void TerminalReporter::print_details(const RunReport& report) const {
     backend = report.environment->backend;
     if (!report.environment->mps_mode.empty()) mps = report.environment->mps_mode;
   }
-  fmt::print(out_, "backend {}, impl {}, MPS {}; {}\n", backend, impl_name(config), mps,
+  fmt::print(out_, "backend {}, {}, MPS {}; {}\n", backend,
+             kernels_text(config.kernel, config.against ? &*config.against : nullptr), mps,
              world_line(config));
   if (report.environment && report.environment->ranks_share_gpu) {
     std::string map;

@@ -75,6 +75,11 @@ int exit_code_for(const std::vector<CaseResult>& cases, int interrupted_by) {
   }
   if (kernel) return kExitKernelFailure;
   if (harness) return kExitHarness;
+  // Nothing ran: a gate must not turn green on a kernel that skipped everything.
+  const bool all_skipped = !cases.empty() && std::all_of(cases.begin(), cases.end(), [](const auto& r) {
+    return r.status == CaseStatus::kSkipped;
+  });
+  if (all_skipped) return kExitUsage;
   return kExitPass;
 }
 

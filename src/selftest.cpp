@@ -241,9 +241,18 @@ DetectHow classify_failure(const CaseResult& r) {
   return kernel ? DetectHow::kError : DetectHow::kHarness;
 }
 
-std::vector<MutantInfo> mutants_for_backend(BackendKind backend) {
+std::vector<MutantInfo> mutants_for(const SessionConfig& config) {
   std::vector<MutantInfo> out;
-  if (backend == BackendKind::kHost) {
+  const KernelInfo& k = config.kernel;
+  const bool builtin_direct = k.builtin && k.spec == "direct";
+  if (!builtin_direct) {
+    for (size_t i = 0; i < k.mutants.size(); ++i) {
+      out.push_back({static_cast<int>(i) + 1, k.mutants[i], "plugin", k.mutant_descriptions[i],
+                     true, ""});
+    }
+    return out;
+  }
+  if (config.backend == BackendKind::kHost) {
     // The host model runs each rank on its own CPU process: nothing is hidden by
     // a shared device, so every host mutant must be caught.
     for (const auto& m : kHostMutants) {

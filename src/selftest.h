@@ -40,8 +40,11 @@ struct MutantInfo {
   std::string uncatchable_reason;       // why, when the flag is false
 };
 
-// The mutants of a backend, in table order (ids > 0).
-std::vector<MutantInfo> mutants_for_backend(BackendKind backend);
+// The mutants of the session's kernel, in table order (ids > 0): the host
+// model's own with --backend host and the built-in kernel, else the ones the
+// kernel declares through the plugin ABI (the built-in direct kernel's are
+// kernels/mutants.h, with their kinds).
+std::vector<MutantInfo> mutants_for(const SessionConfig& config);
 
 // Whether a mutant can be exposed on this machine: ordering mutants need ranks
 // on distinct GPUs (ranks time-slicing one GPU never observe the reordering).

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "bench.h"
 #include "case.h"
 #include "checker.h"
+#include "kernel_plugin.h"
 #include "results.h"
 
 namespace dcp {
@@ -33,9 +35,11 @@ struct SessionConfig {
   int world = 2;
   Geometry geometry;
   BackendKind backend = BackendKind::kGpu;
-  Impl impl = Impl::kDirect;
-  bool check_both_impls = false;  // --impl both: run stock too and compare
-  int mutant = 0;                 // selftest only
+  // The kernel under test (--kernel direct|stock|PATH) and, optionally, a
+  // second one run on the same cases and compared bit for bit (--against).
+  KernelInfo kernel = default_kernel_info();  // loaded and validated by the command
+  std::optional<KernelInfo> against;
+  int mutant = 0;                 // selftest only: 1-based index into kernel.mutants
   double timeout_s = 10;          // per-call deadline
   MpsMode mps = MpsMode::kAuto;
   CheckProfile profile;

@@ -104,6 +104,14 @@ WaitStatus* StatusBoard::entry(int rank) const {
                                        entry_stride_bytes() * static_cast<size_t>(rank));
 }
 
+// Past the WaitStatus in the rank's page (the page is registered for the
+// device, the mark is only ever touched by the host).
+volatile uint32_t* StatusBoard::in_kernel(int rank) const {
+  static_assert(sizeof(WaitStatus) <= kInKernelOffset);
+  return reinterpret_cast<volatile uint32_t*>(reinterpret_cast<uint8_t*>(entry(rank)) +
+                                              kInKernelOffset);
+}
+
 std::string format_wait(const WaitStatus& s, int rank, int source_global_rank) {
   return fmt::format("rank {} waits for rank {} (slot {}, parity {}, epoch {}; flag holds {})",
                      rank, source_global_rank, s.wait_slot, s.wait_parity, s.wait_epoch,

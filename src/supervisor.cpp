@@ -75,6 +75,12 @@ void Session::Impl::start() {
   gethostname(host, sizeof(host) - 1);
   env.hostname = host;
   detect_gpus();
+  for (const KernelInfo* k : {&config.kernel, config.against ? &*config.against : nullptr}) {
+    if (k == nullptr) continue;
+    const std::string why =
+        session_refusal(*k, config.backend == BackendKind::kHost, env.ranks_share_gpu);
+    if (!why.empty()) throw UsageError(why);
+  }
   make_run_dir();
   board.emplace(StatusBoard::create(run_id, config.world));
   listener = std::make_unique<UnixListener>(socket_path);
@@ -174,8 +180,19 @@ void Session::Impl::check_startup_failures() const {
   if (interrupted()) {
     DCP_THROW(HarnessError, "interrupted by {} during start-up", signal_name(interrupt_signal()));
   }
+  // A rank that died inside the kernel under test is the cause; its peers'
+  // failed exchanges are consequences.
   for (const WorkerState& w : workers) {
-    if (!w.fatal_message.empty()) {
+    if (w.exit && in_kernel(w.rank)) {
+      throw KernelFault(fmt::format("rank {} (pid {}) {} inside kernel '{}' during start-up", w.rank,
+                                    w.pid, w.exit->describe(), config.kernel.name));
+    }
+  }
+  // The first fatal report, preferring the kernel's and usage ones over
+  // harness ones (a peer's failure shows up on the others as a harness error).
+  for (const char* kind : {"usage", "kernel", ""}) {
+    for (const WorkerState& w : workers) {
+      if (w.fatal_message.empty() || (*kind != '\0' && w.fatal_kind != kind)) continue;
       const std::string msg =
           fmt::format("rank {} failed during start-up: {}", w.rank, w.fatal_message);
       if (w.fatal_kind == "usage") throw UsageError(msg);
@@ -379,6 +396,10 @@ void Session::Impl::kill_workers() noexcept {
       if (!w.exit) w.exit = ExitInfo{true, SIGKILL};  // unkillable (D state): nothing more to do
     }
   }
+}
+
+bool Session::Impl::in_kernel(int rank) const {
+  return board && *board->in_kernel(rank) != 0;
 }
 
 std::vector<const WaitStatus*> Session::Impl::status_entries() const {

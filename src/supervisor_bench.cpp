@@ -60,8 +60,8 @@ CaseResult Session::Impl::run_bench_point(const Case& c, ::dcp::Impl impl, const
   r.case_id = format_case_id(c);
   r.suite = impl == ::dcp::Impl::kStock ? "bench-stock" : "bench-direct";
   SessionConfig replay_config = config;
-  replay_config.impl = impl;
-  replay_config.check_both_impls = false;
+  if (impl == ::dcp::Impl::kStock) replay_config.kernel = load_kernel("stock")->info();
+  replay_config.against.reset();
   r.replay = replay_command(replay_config, config.world, c);
   if (dead) {
     r.status = CaseStatus::kSkipped;
@@ -70,7 +70,8 @@ CaseResult Session::Impl::run_bench_point(const Case& c, ::dcp::Impl impl, const
   }
   current_case_index = next_case_index++;
   const nlohmann::json request =
-      make_bench_request(current_case_index, c, impl, spec.ops_per_graph, spec.repeats,
+      make_bench_request(current_case_index, c, replay_config.kernel.spec, spec.ops_per_graph,
+                         spec.repeats,
                          spec.replays, spec.warmup_replays);
   for (WorkerState& w : workers) {
     w.result.reset();

@@ -97,7 +97,11 @@ CaseResult Session::Impl::finish_failed_case(CaseResult r, const Case& c, const 
   for (const RankCaseResult& rr : r.ranks) r.elapsed_ms = std::max(r.elapsed_ms, rr.elapsed_ms);
   r.status = CaseStatus::kError;
   // A hang leads with who waits on whom; other failures with their cause.
-  const std::string who_waits = waits_text(waits);
+  std::string who_waits = waits_text(waits);
+  if (who_waits.empty() && f.hang && !config.kernel.has(DCP_CAP_WAIT_STATUS)) {
+    who_waits = fmt::format("kernel '{}' publishes no wait status (capability wait-status), so "
+                            "who waits on whom is unknown", config.kernel.name);
+  }
   if (who_waits.empty()) {
     r.message = f.cause;
   } else if (f.hang) {
@@ -163,6 +167,11 @@ std::optional<CaseFailure> Session::Impl::find_failure(
     if (!w.lost()) continue;
     if (!w.exit) w.exit = wait_for_exit(w.pid, 1.0);  // closed its socket: learn how it ended
     const std::string how = w.exit ? w.exit->describe() : "closed its connection";
+    if (in_kernel(w.rank)) {  // it died inside the kernel under test: the kernel's failure
+      std::string note = fmt::format("rank {} (pid {}) {} inside kernel '{}' during case {} ({})",
+                                     w.rank, w.pid, how, config.kernel.name, id, op_text(w.last_op));
+      return CaseFailure{note, "kernel", w.rank, note};
+    }
     std::string note = fmt::format("rank {} (pid {}) {} during case {} ({})", w.rank, w.pid, how,
                                    id, op_text(w.last_op));
     return CaseFailure{note, "harness", w.rank, note};
@@ -210,6 +219,15 @@ CaseResult Session::Impl::run_case(const Case& c, const std::string& suite) {
     r.message =
         fmt::format("not run: dcp size {} does not divide --world {}", c.dcp_size, config.world);
     return r;
+  }
+  // Decided from the kernels' declarations before any rank enters the exchange.
+  for (const KernelInfo* k : {&config.kernel, config.against ? &*config.against : nullptr}) {
+    if (k == nullptr) continue;
+    if (std::string why = case_skip_reason(*k, c, env.ranks_share_gpu); !why.empty()) {
+      r.status = CaseStatus::kSkipped;
+      r.message = why;
+      return r;
+    }
   }
   current_case_index = next_case_index++;
   for (WorkerState& w : workers) {

@@ -70,11 +70,15 @@ class Worker {
   // geometries (the upstream cases use Kimi-K3 whatever --geometry says), so a
   // shape not seen before gets its workspace here; every rank of the group sees
   // the same case at the same point, so their rendezvous line up.
-  std::pair<const BackendConfig*, RankBackend*> backend_for(const Case& c, Impl impl);
-  BackendConfig make_backend_config(int dcp_size, const Geometry& geometry, Impl impl) const;
-  std::vector<Impl> impls() const;  // the session's impl, or direct then stock (--impl both)
+  // `kernel` is a kernel spec: the session's kernel, its --against, or (bench) "stock".
+  std::pair<const BackendConfig*, RankBackend*> backend_for(const Case& c, const std::string& kernel);
+  BackendConfig make_backend_config(int dcp_size, const Geometry& geometry,
+                                    const std::string& kernel);
+  std::shared_ptr<const LoadedKernel> loaded(const std::string& kernel);
+  std::vector<std::string> kernels() const;  // the session's kernel, then its --against
   void run_one_case(const nlohmann::json& msg);
-  RankCaseResult run_case_once(const Case& c, int case_index, const std::string& pass, Impl impl,
+  RankCaseResult run_case_once(const Case& c, int case_index, const std::string& pass,
+                               const std::string& kernel,
                                std::vector<std::vector<uint8_t>>* outputs = nullptr);
   nlohmann::json run_bench(const nlohmann::json& request);  // worker_bench.h
   RankCaseResult run_case_all_impls(const Case& c, int case_index, const std::string& pass);
@@ -90,6 +94,7 @@ class Worker {
     std::unique_ptr<RankBackend> backend;
   };
   std::map<std::string, Built> backends_;  // key: workspace_key()
+  std::map<std::string, std::shared_ptr<const LoadedKernel>> kernels_;  // by spec
 };
 
 // Waits as long as it takes between cases (the command decides the pace), but
@@ -102,9 +107,9 @@ nlohmann::json Worker::wait_for_message() {
   }
 }
 
-std::string workspace_key(int dcp_size, const Geometry& g, Impl impl) {
+std::string workspace_key(int dcp_size, const Geometry& g, const std::string& kernel) {
   return fmt::format("dcp{}-h{}-d{}-m{}-{}", dcp_size, g.heads_per_rank, g.head_dim, g.max_tokens,
-                     impl == Impl::kStock ? "stock" : "direct");
+                     kernel);
 }
 
 // Adds `more` (another pass over the same case) into `into`.
@@ -127,12 +132,27 @@ void merge_results(RankCaseResult& into, const RankCaseResult& more) {
   }
 }
 
-std::vector<Impl> Worker::impls() const {
-  if (config_.session.check_both_impls) return {Impl::kDirect, Impl::kStock};
-  return {config_.session.impl};
+std::vector<std::string> Worker::kernels() const {
+  std::vector<std::string> out = {config_.session.kernel.spec};
+  if (config_.session.against) out.push_back(config_.session.against->spec);
+  return out;
 }
 
-BackendConfig Worker::make_backend_config(int dcp_size, const Geometry& geometry, Impl impl) const {
+// Plugins are opened by their absolute path (the supervisor validated them);
+// built-ins by name.
+std::shared_ptr<const LoadedKernel> Worker::loaded(const std::string& kernel) {
+  auto it = kernels_.find(kernel);
+  if (it != kernels_.end()) return it->second;
+  std::string open = kernel;
+  for (const KernelInfo* k : {&config_.session.kernel,
+                              config_.session.against ? &*config_.session.against : nullptr}) {
+    if (k != nullptr && k->spec == kernel && !k->builtin) open = k->path;
+  }
+  return kernels_.emplace(kernel, load_kernel(open)).first->second;
+}
+
+BackendConfig Worker::make_backend_config(int dcp_size, const Geometry& geometry,
+                                          const std::string& kernel) {
   const SessionConfig& s = config_.session;
   BackendConfig bc;
   bc.global_rank = args_.rank;
@@ -141,24 +161,29 @@ BackendConfig Worker::make_backend_config(int dcp_size, const Geometry& geometry
   bc.group_rank = args_.rank % dcp_size;
   for (int i = 0; i < dcp_size; ++i) bc.members.push_back(bc.group_idx * dcp_size + i);
   bc.geometry = geometry;
-  bc.impl = impl;
-  bc.mutant = s.mutant;
+  bc.kernel = loaded(kernel);
+  // Mutants belong to the kernel under test only (an --against kernel runs as shipped).
+  bc.mutant = kernel == s.kernel.spec ? s.mutant : 0;
   bc.spin_timeout_s = s.timeout_s;
   bc.device = config_.device;
   bc.status = board_->entry(args_.rank);
+  bc.in_kernel = board_->in_kernel(args_.rank);
   bc.run_id = config_.run_id;
   return bc;
 }
 
-std::pair<const BackendConfig*, RankBackend*> Worker::backend_for(const Case& c, Impl impl) {
-  const std::string key = workspace_key(c.dcp_size, c.geometry, impl);
+std::pair<const BackendConfig*, RankBackend*> Worker::backend_for(const Case& c,
+                                                                 const std::string& kernel) {
+  const std::string key = workspace_key(c.dcp_size, c.geometry, kernel);
   auto it = backends_.find(key);
   if (it == backends_.end()) {
     Built built;
-    built.config = make_backend_config(c.dcp_size, c.geometry, impl);
-    built.backend = config_.session.backend == BackendKind::kHost
-                        ? make_host_backend(built.config, *rendezvous_)
-                        : make_gpu_backend(built.config, *rendezvous_);
+    built.config = make_backend_config(c.dcp_size, c.geometry, kernel);
+    built.backend = config_.session.backend == BackendKind::kGpu
+                        ? make_gpu_backend(built.config, *rendezvous_)
+                        : built.config.kernel->info().memory == DCP_MEMORY_HOST
+                            ? make_host_plugin_backend(built.config, *rendezvous_)
+                            : make_host_backend(built.config, *rendezvous_);
     it = backends_.emplace(key, std::move(built)).first;
   }
   return {&it->second.config, it->second.backend.get()};
@@ -171,14 +196,14 @@ void Worker::build_backends() {
     Case probe;
     probe.dcp_size = g;
     probe.geometry = config_.session.geometry;
-    for (Impl impl : impls()) backend_for(probe, impl);
+    for (const std::string& kernel : kernels()) backend_for(probe, kernel);
   }
 }
 
 // --impl both: the stock path runs the same case after the direct one, on its
 // own workspace; both are checked against the reference, and the result sums them.
 RankCaseResult Worker::run_case_all_impls(const Case& c, int case_index, const std::string& pass) {
-  const std::vector<Impl> all = impls();
+  const std::vector<std::string> all = kernels();
   if (all.size() == 1) return run_case_once(c, case_index, pass, all.front());
   std::vector<std::vector<uint8_t>> direct_out, stock_out;
   RankCaseResult result = run_case_once(c, case_index, pass, all[0], &direct_out);
@@ -190,7 +215,8 @@ RankCaseResult Worker::run_case_all_impls(const Case& c, int case_index, const s
 }
 
 RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::string& pass,
-                                     Impl impl, std::vector<std::vector<uint8_t>>* outputs) {
+                                     const std::string& kernel,
+                                     std::vector<std::vector<uint8_t>>* outputs) {
   const std::string key =
       fmt::format("case{}{}-g{}x{}", case_index, pass, c.dcp_size, args_.rank / c.dcp_size);
   CaseRunContext ctx;
@@ -204,7 +230,7 @@ RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::s
   const BackendConfig* bc = nullptr;
   RankBackend* backend = nullptr;
   try {
-    std::tie(bc, backend) = backend_for(c, impl);
+    std::tie(bc, backend) = backend_for(c, kernel);
     ctx.backend_config = bc;
     // The workspace is quiescent between the two barriers: begin_case may reset it.
     rendezvous_->barrier(key + "-begin", bc->members);
@@ -286,7 +312,9 @@ nlohmann::json Worker::run_bench(const nlohmann::json& request) {
   hooks.context.progress = [this, index](int op) {
     channel_.send({{"type", "progress"}, {"index", index}, {"op", op}});
   };
-  hooks.backend_for = [this](const Case& c, Impl impl) { return backend_for(c, impl); };
+  hooks.backend_for = [this](const Case& c, const std::string& kernel) {
+    return backend_for(c, kernel);
+  };
   return run_bench_request(request, hooks);
 }
 

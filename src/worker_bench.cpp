@@ -34,12 +34,12 @@ RankCaseResult error_result(const Case& c, int rank, const std::exception& e) {
 
 }  // namespace
 
-nlohmann::json make_bench_request(int index, const Case& c, Impl impl, int ops_per_graph,
-                                  int repeats, int replays, int warmup) {
+nlohmann::json make_bench_request(int index, const Case& c, const std::string& kernel,
+                                  int ops_per_graph, int repeats, int replays, int warmup) {
   return {{"type", "bench"},
           {"index", index},
           {"id", format_case_id(c)},
-          {"impl", impl == Impl::kStock ? "stock" : "direct"},
+          {"kernel", kernel},
           {"ops_per_graph", ops_per_graph},
           {"repeats", repeats},
           {"replays", replays},
@@ -54,7 +54,7 @@ nlohmann::json run_bench_request(const nlohmann::json& request, WorkerBenchHooks
   DCP_CHECK(parsed.has_value(), HarnessError, "bench: cannot parse case id {}: {}", id,
             parse_error);
   const Case& c = *parsed;
-  const Impl impl = request.at("impl").get<std::string>() == "stock" ? Impl::kStock : Impl::kDirect;
+  const std::string kernel = request.at("kernel").get<std::string>();
   RankBackend::BenchTiming timing;
   timing.warmup = request.at("warmup").get<int>();
   timing.repeats = request.at("repeats").get<int>();
@@ -63,7 +63,7 @@ nlohmann::json run_bench_request(const nlohmann::json& request, WorkerBenchHooks
   std::vector<double> us;
   RankCaseResult result;
   try {
-    auto [bc, backend] = hooks.backend_for(c, impl);
+    auto [bc, backend] = hooks.backend_for(c, kernel);
     hooks.context.backend_config = bc;
     const std::string key = fmt::format("bench{}-g{}x{}", index, c.dcp_size, bc->group_idx);
     int round = 0;

@@ -16,15 +16,18 @@
 
 namespace dcp {
 
-nlohmann::json make_bench_request(int index, const Case& c, Impl impl, int ops_per_graph,
+// `kernel`: the spec of the kernel to time ("stock", "direct" or a plugin's).
+nlohmann::json make_bench_request(int index, const Case& c, const std::string& kernel,
+                                  int ops_per_graph,
                                   int repeats, int replays, int warmup);
 
 struct WorkerBenchHooks {
   int rank = 0;
   Rendezvous* rendezvous = nullptr;
   CaseRunContext context;  // profile, fault, progress (backend_config is filled here)
-  // The backend serving (case, impl), built on first use.
-  std::function<std::pair<const BackendConfig*, RankBackend*>(const Case&, Impl)> backend_for;
+  // The backend serving (case, kernel spec), built on first use.
+  std::function<std::pair<const BackendConfig*, RankBackend*>(const Case&, const std::string&)>
+      backend_for;
 };
 
 // Runs the request; never throws for kernel or harness faults (they become the

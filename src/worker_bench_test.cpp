@@ -52,14 +52,14 @@ TEST_CASE("a bench request times K ops with a barrier per repeat, then really ch
   hooks.rendezvous = &rdv;
   int heartbeats = 0;
   hooks.context.progress = [&](int) { ++heartbeats; };
-  Impl asked = Impl::kDirect;
-  hooks.backend_for = [&](const Case&, Impl impl) {
-    asked = impl;
+  std::string asked = "direct";
+  hooks.backend_for = [&](const Case&, const std::string& kernel) {
+    asked = kernel;
     return std::pair<const BackendConfig*, RankBackend*>(&bc, &backend);
   };
   const nlohmann::json reply =
-      run_bench_request(make_bench_request(3, c, Impl::kStock, 10, 4, 5, 2), hooks);
-  CHECK(asked == Impl::kStock);
+      run_bench_request(make_bench_request(3, c, "stock", 10, 4, 5, 2), hooks);
+  CHECK(asked == "stock");
   CHECK(backend.ops == 10);
   CHECK(reply.at("index") == 3);
   CHECK(reply.at("bench").at("us").get<std::vector<double>>() ==

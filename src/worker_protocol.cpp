@@ -38,8 +38,8 @@ nlohmann::json worker_config_to_json(const WorkerConfig& config) {
       {"world", s.world},
       {"geometry", geometry_json(s.geometry)},
       {"backend", s.backend == BackendKind::kHost ? "host" : "gpu"},
-      {"impl", s.impl == Impl::kStock ? "stock" : "direct"},
-      {"check_both_impls", s.check_both_impls},
+      {"kernel", s.kernel},
+      {"against", s.against ? nlohmann::json(*s.against) : nlohmann::json(nullptr)},
       {"mutant", s.mutant},
       {"timeout_s", s.timeout_s},
       {"upstream_profile", s.profile.upstream},
@@ -65,8 +65,8 @@ WorkerConfig worker_config_from_json(const nlohmann::json& j) {
     s.geometry = geometry_from_json(j.at("geometry"));
     s.backend =
         j.at("backend").get<std::string>() == "host" ? BackendKind::kHost : BackendKind::kGpu;
-    s.impl = j.at("impl").get<std::string>() == "stock" ? Impl::kStock : Impl::kDirect;
-    s.check_both_impls = j.at("check_both_impls").get<bool>();
+    s.kernel = j.at("kernel").get<KernelInfo>();
+    if (!j.at("against").is_null()) s.against = j.at("against").get<KernelInfo>();
     s.mutant = j.at("mutant").get<int>();
     s.timeout_s = j.at("timeout_s").get<double>();
     s.profile.upstream = j.at("upstream_profile").get<bool>();

@@ -1,0 +1,328 @@
+#include "builtin_kernels.h"
+
+#include <array>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "direct_a2a.h"
+#include "errors.h"
+#include "gpu_stock.h"
+#include "mutants.h"
+#include "plugin_services.h"
+
+namespace dcp {
+namespace {
+
+thread_local std::string t_last_error;  // failures before a context exists
+
+dcpStatus_t fail(std::string* where, dcpStatus_t status, std::string message) {
+  *where = std::move(message);
+  return status;
+}
+
+ElemType elem_of(int32_t d) {
+  return d == DCP_DTYPE_FP16 ? ElemType::kFp16 : d == DCP_DTYPE_BF16 ? ElemType::kBf16 : ElemType::kFp32;
+}
+
+const dcpRegion_v1* find_region(const dcpRegion_v1* regions, int32_t n, const char* name) {
+  for (int i = 0; i < n; ++i) {
+    if (std::strcmp(regions[i].name, name) == 0) return &regions[i];
+  }
+  return nullptr;
+}
+
+// ------------------------------------------------------------------ direct
+
+struct DirectContext {
+  DirectWorkspaceLayout layout;
+  std::array<uint8_t*, kMaxDcpSize> workspace{};  // every group rank's, as mapped here
+  DirectSlotState* states = nullptr;
+  WaitStatus* status = nullptr;
+  std::array<int32_t, kMaxDcpSize> members{};
+  int group_rank = 0;
+  int mutant = kMutantNone;
+  std::string error;
+};
+
+DirectWorkspaceLayout direct_layout(const dcpGroupConfig_v1& c) {
+  DirectWorkspaceLayout l;
+  l.dcp_size = c.group_size;
+  l.max_tokens = c.max_tokens;
+  l.heads_per_rank = c.heads_per_rank;
+  l.head_dim = c.head_dim;
+  l.num_slots = kMaxSlots;
+  return l;
+}
+
+dcpStatus_t direct_get_workspace(const dcpGroupConfig_v1* c, dcpRegionRequest_v1* r, int32_t cap,
+                                 int32_t* n) {
+  if (c->group_size < 2 || c->group_size > kMaxDcpSize || c->head_dim % 8 != 0 || cap < 2) {
+    return fail(&t_last_error, DCP_STATUS_UNSUPPORTED,
+                fmt::format("direct: W={} D={} not supported (W <= {}, D a multiple of 8)",
+                            c->group_size, c->head_dim, kMaxDcpSize));
+  }
+  // One symmetric region holding every slot's receive buffers and flags
+  // (DirectWorkspaceLayout), and the per-slot state in local memory.
+  std::snprintf(r[0].name, sizeof r[0].name, "workspace");
+  r[0].bytes = direct_layout(*c).total_bytes();
+  r[0].alignment = 256;
+  r[0].kind = DCP_REGION_CONTROL;
+  r[0].init = DCP_REGION_INIT_ZERO;
+  std::snprintf(r[1].name, sizeof r[1].name, "slot-state");
+  r[1].bytes = sizeof(DirectSlotState) * kMaxSlots;
+  r[1].alignment = 256;
+  r[1].kind = DCP_REGION_LOCAL;
+  r[1].init = DCP_REGION_INIT_ZERO;
+  *n = 2;
+  return DCP_STATUS_OK;
+}
+
+dcpStatus_t direct_init(const dcpGroupConfig_v1* c, const dcpRegion_v1* regions, int32_t n,
+                        const dcpHostServices_v1*, void** out) {
+  auto ctx = std::make_unique<DirectContext>();
+  ctx->layout = direct_layout(*c);
+  ctx->group_rank = c->group_rank;
+  ctx->status = c->wait_status;
+  const dcpRegion_v1* ws = find_region(regions, n, "workspace");
+  const dcpRegion_v1* st = find_region(regions, n, "slot-state");
+  if (ws == nullptr || st == nullptr) {
+    return fail(&t_last_error, DCP_STATUS_INVALID_ARGUMENT, "direct: regions missing");
+  }
+  for (int i = 0; i < c->group_size; ++i) {
+    ctx->workspace[i] = static_cast<uint8_t*>(ws->peers[i]);
+    ctx->members[i] = c->members[i];
+  }
+  ctx->states = static_cast<DirectSlotState*>(st->local);
+  if (c->mutant != nullptr) {
+    const GpuMutantInfo* m = find_gpu_mutant(std::string_view(c->mutant));
+    if (m == nullptr) {
+      return fail(&t_last_error, DCP_STATUS_INVALID_ARGUMENT,
+                  fmt::format("direct: no mutant named '{}'", c->mutant));
+    }
+    ctx->mutant = m->id;
+  }
+  *out = ctx.release();
+  return DCP_STATUS_OK;
+}
+
+dcpStatus_t direct_call(void* context, const dcpCallArgs_v1* a) {
+  auto* ctx = static_cast<DirectContext*>(context);
+  const DirectWorkspaceLayout& l = ctx->layout;
+  DirectA2AParams p;
+  std::memset(&p, 0, sizeof p);
+  p.partial_output = a->partial_output;
+  p.partial_lse = a->partial_lse;
+  p.out_token_stride = a->out_token_stride;
+  p.lse_token_stride = a->lse_token_stride;
+  p.out_dtype = elem_of(a->out_dtype);
+  p.lse_dtype = elem_of(a->lse_dtype);
+  p.lse_base_e = a->lse_base == DCP_LSE_BASE_E ? 1 : 0;
+  p.num_tokens = a->num_tokens;
+  p.dcp_size = l.dcp_size;
+  p.heads_per_rank = l.heads_per_rank;
+  p.head_dim = l.head_dim;
+  p.max_tokens = l.max_tokens;
+  p.group_rank = ctx->group_rank;
+  p.slot = a->slot;
+  if (a->slot < 0 || a->slot >= kMaxSlots) {
+    return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT, fmt::format("slot {} out of range", a->slot));
+  }
+  for (int i = 0; i < l.dcp_size; ++i) {
+    p.members[i] = ctx->members[i];
+    p.out_recv[i] = ctx->workspace[i] + l.out_offset(a->slot);
+    p.lse_recv[i] = reinterpret_cast<float*>(ctx->workspace[i] + l.lse_offset(a->slot));
+    p.flags[i] = reinterpret_cast<uint32_t*>(ctx->workspace[i] + l.flags_offset(a->slot));
+  }
+  p.seq_lens = a->seq_lens;
+  p.query_start_loc = a->query_start_loc;
+  p.num_seqs = a->num_seqs;
+  p.state = ctx->states + a->slot;
+  p.state_slot0 = ctx->states;
+  p.output = a->output;
+  p.status = ctx->status;
+  p.spin_timeout_ns = a->timeout_ns;
+  if (const std::string why = validate_direct_params(p); !why.empty()) {
+    return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT, "direct: " + why);
+  }
+  const auto stream = static_cast<cudaStream_t>(a->stream);
+  const cudaError_t err = ctx->mutant != kMutantNone ? launch_direct_a2a_mutant(p, ctx->mutant, stream)
+                                                     : launch_direct_a2a(p, stream);
+  if (err != cudaSuccess) {
+    return fail(&ctx->error, DCP_STATUS_CUDA_ERROR,
+                fmt::format("direct: launch failed: {} ({})", cudaGetErrorName(err),
+                            cudaGetErrorString(err)));
+  }
+  return DCP_STATUS_OK;
+}
+
+dcpStatus_t direct_set_epoch(void* context, int32_t slot, uint64_t epoch, void* stream) {
+  auto* ctx = static_cast<DirectContext*>(context);
+  if (slot < 0 || slot >= kMaxSlots) {
+    return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT, fmt::format("slot {} out of range", slot));
+  }
+  const cudaError_t err =
+      reset_direct_slot(ctx->workspace[ctx->group_rank], ctx->layout, ctx->states, slot,
+                        static_cast<uint32_t>(epoch), static_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess) {
+    return fail(&ctx->error, DCP_STATUS_CUDA_ERROR,
+                fmt::format("direct: set_epoch failed: {}", cudaGetErrorString(err)));
+  }
+  return DCP_STATUS_OK;
+}
+
+// ------------------------------------------------------------------- stock
+
+struct StockContext {
+  // One communicator per slot: each slot's stream has its own NCCL issue order.
+  std::vector<std::unique_ptr<StockTransport>> slots;
+  std::string error;
+};
+
+dcpStatus_t stock_get_workspace(const dcpGroupConfig_v1*, dcpRegionRequest_v1*, int32_t,
+                                int32_t* n) {
+  *n = 0;  // NCCL brings its own buffers
+  return DCP_STATUS_OK;
+}
+
+dcpStatus_t stock_init(const dcpGroupConfig_v1* c, const dcpRegion_v1*, int32_t,
+                       const dcpHostServices_v1* services, void** out) {
+  try {
+    auto ctx = std::make_unique<StockContext>();
+    ServicesRendezvous rendezvous(*services, c->group_size);
+    StockConfig sc;
+    sc.global_rank = c->global_rank;
+    sc.group_rank = c->group_rank;
+    sc.members.assign(c->members, c->members + c->group_size);
+    sc.device = c->device;
+    sc.max_tokens = c->max_tokens;
+    sc.heads_per_rank = c->heads_per_rank;
+    sc.head_dim = c->head_dim;
+    for (int s = 0; s < c->num_slots; ++s) {
+      sc.key_prefix = fmt::format("stock-slot{}", s);
+      ctx->slots.push_back(std::make_unique<StockTransport>(sc, rendezvous));
+    }
+    *out = ctx.release();
+    return DCP_STATUS_OK;
+  } catch (const UsageError& e) {
+    return fail(&t_last_error, DCP_STATUS_UNSUPPORTED, e.what());
+  } catch (const std::exception& e) {
+    return fail(&t_last_error, DCP_STATUS_INTERNAL, e.what());
+  }
+}
+
+dcpStatus_t stock_call(void* context, const dcpCallArgs_v1* a) {
+  auto* ctx = static_cast<StockContext*>(context);
+  if (a->slot < 0 || a->slot >= static_cast<int>(ctx->slots.size())) {
+    return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT, fmt::format("slot {} out of range", a->slot));
+  }
+  try {
+    StockPackParams pack;
+    StockCombineParams combine;
+    std::memset(&pack, 0, sizeof pack);
+    std::memset(&combine, 0, sizeof combine);
+    StockTransport& t = *ctx->slots[a->slot];
+    t.fill_params(a->num_tokens, a->partial_output, a->partial_lse, a->out_token_stride,
+                  a->lse_token_stride, elem_of(a->out_dtype), elem_of(a->lse_dtype),
+                  a->lse_base == DCP_LSE_BASE_E, a->seq_lens, a->query_start_loc, a->num_seqs,
+                  a->output, &pack, &combine);
+    t.enqueue(pack, combine, static_cast<cudaStream_t>(a->stream));
+    return DCP_STATUS_OK;
+  } catch (const UsageError& e) {
+    return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT, e.what());
+  } catch (const std::exception& e) {
+    return fail(&ctx->error, DCP_STATUS_CUDA_ERROR, e.what());
+  }
+}
+
+// ------------------------------------------------------------------ common
+
+template <typename Context>
+dcpStatus_t finalize(void* context) {
+  delete static_cast<Context*>(context);
+  return DCP_STATUS_OK;
+}
+
+template <typename Context>
+const char* last_error(void* context) {
+  return context != nullptr ? static_cast<Context*>(context)->error.c_str() : t_last_error.c_str();
+}
+
+std::vector<dcpMutantInfo_v1> direct_mutant_table() {
+  std::vector<dcpMutantInfo_v1> out;
+  for (const GpuMutantInfo& m : kGpuMutants) {
+    out.push_back({m.name.data(), m.description.data()});  // string literals: NUL-terminated
+  }
+  return out;
+}
+const std::vector<dcpMutantInfo_v1> kDirectMutants = direct_mutant_table();
+
+constexpr uint32_t kOutDtypes = DCP_DTYPE_MASK(DCP_DTYPE_FP16) | DCP_DTYPE_MASK(DCP_DTYPE_BF16);
+constexpr uint32_t kLseDtypes = kOutDtypes | DCP_DTYPE_MASK(DCP_DTYPE_FP32);
+constexpr uint32_t kBases = DCP_LSE_BASE_MASK(DCP_LSE_BASE_E) | DCP_LSE_BASE_MASK(DCP_LSE_BASE_2);
+
+dcpKernelPlugin_v1_t make_direct() {
+  dcpKernelPlugin_v1_t t{};
+  t.struct_size = sizeof t;
+  t.abi_version = DCP_PLUGIN_ABI_VERSION;
+  t.name = "direct";
+  t.version = "builtin";
+  t.memory = DCP_MEMORY_DEVICE;
+  t.out_dtypes = kOutDtypes;
+  t.lse_dtypes = kLseDtypes;
+  t.lse_bases = kBases;
+  t.max_group_size = kMaxDcpSize;
+  t.max_slots = kMaxSlots;
+  t.epoch_kind = DCP_EPOCH_U32;
+  t.capabilities = DCP_CAP_GRAPH_SAFE | DCP_CAP_MASKS_EMPTY_KV | DCP_CAP_TIMEOUT_HINT |
+                   DCP_CAP_WAIT_STATUS;
+  t.mutants = kDirectMutants.data();
+  t.num_mutants = static_cast<int32_t>(kDirectMutants.size());
+  t.get_workspace = direct_get_workspace;
+  t.init = direct_init;
+  t.call = direct_call;
+  t.finalize = finalize<DirectContext>;
+  t.last_error = last_error<DirectContext>;
+  t.set_epoch = direct_set_epoch;
+  return t;
+}
+
+dcpKernelPlugin_v1_t make_stock() {
+  dcpKernelPlugin_v1_t t{};
+  t.struct_size = sizeof t;
+  t.abi_version = DCP_PLUGIN_ABI_VERSION;
+  t.name = "stock";
+  t.version = "builtin";
+  t.memory = DCP_MEMORY_DEVICE;
+  t.out_dtypes = kOutDtypes;
+  t.lse_dtypes = kLseDtypes;
+  t.lse_bases = kBases;
+  t.max_group_size = kMaxDcpSize;
+  t.max_slots = kMaxSlots;
+  t.epoch_kind = DCP_EPOCH_U64;  // no epochs at all: NCCL orders the calls
+  t.capabilities = DCP_CAP_GRAPH_SAFE | DCP_CAP_MASKS_EMPTY_KV | DCP_CAP_NEEDS_DISTINCT_GPUS;
+  t.get_workspace = stock_get_workspace;
+  t.init = stock_init;
+  t.call = stock_call;
+  t.finalize = finalize<StockContext>;
+  t.last_error = last_error<StockContext>;
+  return t;
+}
+
+const dcpKernelPlugin_v1_t kDirect = make_direct();
+const dcpKernelPlugin_v1_t kStock = make_stock();
+
+}  // namespace
+
+const dcpKernelPlugin_v1_t* find_builtin_kernel(std::string_view name) {
+  if (name == "direct") return &kDirect;
+  if (name == "stock") return &kStock;
+  return nullptr;
+}
+
+std::string builtin_kernel_names() { return "direct, stock"; }
+
+}  // namespace dcp

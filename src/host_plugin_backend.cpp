@@ -1,0 +1,190 @@
+// The host harness for DCP_MEMORY_HOST plugins (host_backend.h). Layout of a
+// rank's segment: every payload/control region in request order, each at its
+// requested alignment (at least a page apart, so regions never share a page),
+// identical on every rank; peers map each other's segment, so peers[i] points
+// into rank i's copy.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "errors.h"
+#include "host_backend.h"
+#include "kernel_instance.h"
+#include "shm_segment.h"
+
+namespace dcp {
+namespace {
+
+size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+struct HostRegion {
+  dcpRegionRequest_v1 request;
+  size_t offset = 0;  // in the segment (payload/control)
+  std::unique_ptr<uint8_t, decltype(&std::free)> local{nullptr, &std::free};  // local kind
+  std::vector<void*> peers;
+  std::vector<int64_t> peer_table;
+};
+
+class HostPluginBackend final : public RankBackend {
+ public:
+  HostPluginBackend(const BackendConfig& config, Rendezvous& rendezvous);
+  ~HostPluginBackend() override { instance_.reset(); }  // finalize before unmapping
+
+  std::string name() const override { return "host"; }
+  void begin_case(const Case& c) override;
+  std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) override;
+
+ private:
+  BackendConfig config_;
+  std::vector<std::unique_ptr<Segment>> segments_;  // by group rank
+  std::vector<HostRegion> regions_;
+  std::unique_ptr<KernelInstance> instance_;
+  WaitStatus local_status_{};
+};
+
+HostPluginBackend::HostPluginBackend(const BackendConfig& config, Rendezvous& rendezvous)
+    : config_(config) {
+  const KernelInfo& k = config_.kernel->info();
+  KernelGroup group;
+  group.global_rank = config_.global_rank;
+  group.group_rank = config_.group_rank;
+  group.members = config_.members;
+  group.device = -1;
+  group.max_tokens = config_.geometry.max_tokens;
+  group.heads_per_rank = config_.geometry.heads_per_rank;
+  group.head_dim = config_.geometry.head_dim;
+  group.num_slots = std::min(kMaxSlots, k.max_slots);
+  group.timeout_ns = static_cast<uint64_t>(std::max(1e-3, config_.spin_timeout_s) * 1e9);
+  group.wait_status = config_.status != nullptr ? config_.status : &local_status_;
+  group.in_kernel = config_.in_kernel;
+  group.key = fmt::format("{}/dcp{}g{}/h{}d{}m{}/{}", config_.run_id, config_.dcp_size,
+                          config_.group_idx, config_.geometry.heads_per_rank,
+                          config_.geometry.head_dim, config_.geometry.max_tokens, k.name);
+  if (config_.mutant > 0) {
+    DCP_CHECK(config_.mutant <= static_cast<int>(k.mutants.size()), UsageError,
+              "kernel '{}' has no mutant {}", k.name, config_.mutant);
+    group.mutant = k.mutants[config_.mutant - 1];
+  }
+  instance_ = std::make_unique<KernelInstance>(config_.kernel, group);
+  const std::vector<dcpRegionRequest_v1> requests = instance_->query_workspace(rendezvous);
+
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  size_t segment_bytes = 0;
+  regions_.resize(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    regions_[i].request = requests[i];
+    if (requests[i].kind == DCP_REGION_LOCAL) continue;
+    regions_[i].offset = segment_bytes;
+    segment_bytes = align_up(segment_bytes + requests[i].bytes, page);
+  }
+  const int W = config_.dcp_size, me = config_.group_rank;
+  segments_.resize(W);
+  if (segment_bytes > 0) {
+    const std::string tag = group.key + "/segment";
+    const std::string mine = host_segment_name(config_.run_id, W, config_.group_idx,
+                                               config_.global_rank) + kPluginSegmentSuffix;
+    segments_[me] = std::make_unique<Segment>(mine, segment_bytes, /*create=*/true);  // zeroed
+    const auto names = rendezvous.allgather(tag + "-created", config_.members, mine);
+    for (int i = 0; i < W; ++i) {
+      if (i != me) segments_[i] = std::make_unique<Segment>(names[i], segment_bytes, false);
+    }
+    rendezvous.barrier(tag + "-mapped", config_.members);
+    segments_[me]->unlink_name();
+  }
+  std::vector<dcpRegion_v1> mapped;
+  for (HostRegion& r : regions_) {
+    const dcpRegionRequest_v1& q = r.request;
+    r.peers.assign(W, nullptr);
+    if (q.kind == DCP_REGION_LOCAL) {
+      const size_t align = std::max<size_t>(q.alignment == 0 ? 256 : q.alignment, sizeof(void*));
+      r.local.reset(static_cast<uint8_t*>(std::aligned_alloc(align, align_up(q.bytes, align))));
+      DCP_CHECK(r.local != nullptr, UsageError, "cannot allocate local region '{}' of {} bytes",
+                q.name, q.bytes);
+      std::memset(r.local.get(), 0, q.bytes);
+      r.peers[me] = r.local.get();
+    } else {
+      for (int i = 0; i < W; ++i) r.peers[i] = segments_[i]->base() + r.offset;
+    }
+    if (q.init == DCP_REGION_INIT_FILL) std::memset(r.peers[me], static_cast<int>(q.fill_byte), q.bytes);
+    r.peer_table.assign(W, 0);
+    for (int i = 0; i < W; ++i) r.peer_table[i] = reinterpret_cast<int64_t>(r.peers[i]);
+    dcpRegion_v1 m{};
+    m.struct_size = sizeof m;
+    m.name = q.name;
+    m.kind = q.kind;
+    m.bytes = q.bytes;
+    m.local = r.peers[me];
+    m.peers = r.peers.data();
+    m.peers_device = r.peer_table.data();
+    m.peer_stride = 0;
+    mapped.push_back(m);
+  }
+  // Fill bytes must be in place on every rank before any init may read a peer's.
+  rendezvous.barrier(group.key + "/filled", config_.members);
+  instance_->init(mapped, rendezvous);
+}
+
+void HostPluginBackend::begin_case(const Case& c) {
+  DCP_CHECK(c.dcp_size == config_.dcp_size, HarnessError,
+            "case for a DCP group of {} sent to a backend of {}", c.dcp_size, config_.dcp_size);
+  for (HostRegion& r : regions_) {
+    if (r.request.kind == DCP_REGION_PAYLOAD) {
+      std::memset(r.peers[config_.group_rank], 0xFF, r.request.bytes);
+    }
+  }
+  if (c.epoch_start.has_value()) {
+    for (int slot = 0; slot < instance_->config().num_slots; ++slot) {
+      instance_->set_epoch(slot, *c.epoch_start, nullptr);
+    }
+  }
+}
+
+std::vector<std::vector<uint8_t>> HostPluginBackend::run_batch(const Case& c, const Batch& batch) {
+  const Geometry& g = config_.geometry;
+  DCP_CHECK(c.num_tokens >= 1 && c.num_tokens <= g.max_tokens, UsageError,
+            "{} tokens: must be in [1, max_tokens={}]", c.num_tokens, g.max_tokens);
+  const size_t output_bytes = size_t{2} * c.num_tokens * g.heads_per_rank * g.head_dim;
+  std::vector<std::vector<uint8_t>> outputs;
+  outputs.reserve(batch.calls.size());
+  for (const CallInputs& in : batch.calls) {
+    if (in.skew_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(in.skew_ns));
+    std::vector<uint8_t> out(output_bytes, 0xFF);  // poisoned: unwritten elements are NaN
+    dcpCallArgs_v1 a{};
+    a.struct_size = sizeof a;
+    a.stream = nullptr;
+    a.slot = in.slot;
+    a.num_tokens = c.num_tokens;
+    a.partial_output = in.partial_output.data();
+    a.out_token_stride = c.out_token_stride();
+    a.out_dtype = abi_dtype(c.out_dtype);
+    a.partial_lse = in.partial_lse.data();
+    a.lse_token_stride = c.lse_token_stride();
+    a.lse_dtype = abi_dtype(c.lse_dtype);
+    a.lse_base = c.lse_base == LseBase::kE ? DCP_LSE_BASE_E : DCP_LSE_BASE_2;
+    if (!in.seq_lens.empty()) {
+      a.seq_lens = in.seq_lens.data();
+      a.query_start_loc = in.query_start_loc.data();
+      a.num_seqs = static_cast<int32_t>(in.seq_lens.size());
+    }
+    a.output = out.data();
+    a.timeout_ns = static_cast<uint64_t>(std::max(1e-3, config_.spin_timeout_s) * 1e9);
+    instance_->call(a, fmt::format("call {}", in.op_idx).c_str());
+    outputs.push_back(std::move(out));
+  }
+  return outputs;
+}
+
+}  // namespace
+
+std::unique_ptr<RankBackend> make_host_plugin_backend(const BackendConfig& config,
+                                                      Rendezvous& rendezvous) {
+  return std::make_unique<HostPluginBackend>(config, rendezvous);
+}
+
+}  // namespace dcp

@@ -1,0 +1,67 @@
+// One context of the kernel under test on one rank, driven through the plugin
+// ABI: query the workspace, init (agreed across the group), calls, finalize.
+// The backend in between allocates and maps the regions (CUDA IPC or shared
+// memory). Every plugin function runs with this rank's "inside the kernel"
+// mark set on the status board, so a crash inside it is reported as the kernel's.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dcp_kernel_plugin.h"
+#include "kernel_plugin.h"
+#include "rendezvous.h"
+#include "wait_status.h"
+
+namespace dcp {
+
+struct KernelGroup {
+  int global_rank = 0;
+  int group_rank = 0;
+  std::vector<int> members;  // global ranks, ascending
+  int device = -1;           // CUDA ordinal; -1 for host plugins
+  int max_tokens = 0;
+  int heads_per_rank = 0;
+  int head_dim = 0;
+  int num_slots = 0;
+  uint64_t timeout_ns = 0;
+  WaitStatus* wait_status = nullptr;  // as the plugin writes it (device pointer on the GPU)
+  std::string mutant;                 // "" or a mutant name the plugin declares
+  std::string key;                    // unique per workspace: names the rendezvous exchanges
+  volatile uint32_t* in_kernel = nullptr;  // status-board mark, or null
+};
+
+class KernelInstance {
+ public:
+  KernelInstance(std::shared_ptr<const LoadedKernel> kernel, const KernelGroup& group);
+  ~KernelInstance();  // finalize (if init succeeded)
+  KernelInstance(const KernelInstance&) = delete;
+  KernelInstance& operator=(const KernelInstance&) = delete;
+
+  // get_workspace, validated, and identical on every group rank (checked over
+  // the rendezvous). Throws UsageError with one line otherwise.
+  std::vector<dcpRegionRequest_v1> query_workspace(Rendezvous& rendezvous);
+  // init with the mapped regions, then the group agreement (plugin_services.h).
+  void init(const std::vector<dcpRegion_v1>& regions, Rendezvous& rendezvous);
+  // Throws KernelFault naming the status and the plugin's last_error.
+  void call(const dcpCallArgs_v1& args, const char* what = "call");
+  void set_epoch(int slot, uint64_t epoch, void* stream);
+
+  const dcpKernelPlugin_v1_t& table() const { return kernel_->table(); }
+  const KernelInfo& info() const { return kernel_->info(); }
+  const dcpGroupConfig_v1& config() const { return config_; }
+
+ private:
+  std::string last_error() const;
+  std::shared_ptr<const LoadedKernel> kernel_;
+  KernelGroup group_;
+  std::vector<int32_t> members32_;
+  dcpGroupConfig_v1 config_{};
+  void* context_ = nullptr;
+  bool initialised_ = false;
+};
+
+std::string_view status_name(dcpStatus_t s);
+
+}  // namespace dcp
