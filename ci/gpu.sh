@@ -2,8 +2,10 @@
 # For the GPU machine: build against the PyTorch wheel's NCCL for sm_90, run the
 # GPU-labelled tests and the README demo, keep every log under $OUT, and print
 # a short summary last. Steps are arguments, in any order (default: all):
-#   ci/gpu.sh build test demo      build | unit | test | demo
-#   unit = every non-GPU CTest test, test = `ctest -L gpu`.
+#   ci/gpu.sh build test demo      build | unit | test | demo | plugin
+#   unit = every non-GPU CTest test, test = `ctest -L gpu`, plugin = the
+#   example plugin (kernels/example_plugin, its own CMake project) through
+#   the default suites, its broken copy, and the built-in mutants via the seam.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -62,10 +64,41 @@ step_demo() {  # the README's main job on one machine: world 2, then world 4 kim
   done
 }
 
+run_expect() {  # run_expect NAME WANT_RC ARGS...: one dcp-check run, its verdict in the summary
+  local name=$1 want=$2 start=$SECONDS rc verdict log
+  shift 2
+  log="$OUT/${name// /_}.log"
+  "$BIN" "$@" >"$log" 2>&1
+  rc=$?
+  verdict=$(grep -E '^(PASS|FAIL|USAGE ERROR|HARNESS ERROR|INTERRUPTED)|^dcp-check: |^selftest' "$log" | tail -n 1)
+  tail -n 12 "$log"
+  if [[ $rc -eq $want ]]; then rc=0; elif [[ $rc -eq 0 ]]; then rc=98; fi  # 98: passed, should not
+  record "$name (want $want)" "$rc" $((SECONDS - start)) "$verdict"
+}
+
+step_plugin() {
+  local start=$SECONDS rc dir=$BUILD_DIR/example-plugin
+  { cmake -S kernels/example_plugin -B "$dir" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 &&
+      cmake --build "$dir" -j"$(nproc)"; } >"$OUT/plugin-build.log" 2>&1
+  rc=$?
+  [[ $rc -eq 0 ]] || tail -n 30 "$OUT/plugin-build.log"
+  record "example plugin build" "$rc" $((SECONDS - start)) "$OUT/plugin-build.log"
+  [[ $rc -eq 0 ]] || return
+  local ex=$dir/libdcp_example_plugin.so broken=$dir/libdcp_example_plugin_broken.so
+  run_expect "plugin w2" 0 --world 2 --kernel "$ex" --json "$OUT/plugin-w2.json"
+  run_expect "plugin w4 kimi mps" 0 --world 4 --geometry kimi --mps on --kernel "$ex" \
+    --json "$OUT/plugin-w4.json" --junit "$OUT/plugin-w4.xml"
+  run_expect "broken plugin w2" 1 --world 2 --kernel "$broken"
+  run_expect "direct w4 kimi mps" 0 --world 4 --geometry kimi --mps on
+  run_expect "selftest via seam" 0 selftest --world 2 --fast \
+    --mutants empty-not-masked,single-parity,ignore-lse-stride,no-base-conversion
+  run_expect "plugin vs direct bits" 0 --world 2 --suite smoke --kernel "$ex" --against direct
+}
+
 for s in "${steps[@]}"; do
   case $s in
-    build | unit | test | demo) ;;
-    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo)" >&2; exit 2 ;;
+    build | unit | test | demo | plugin) ;;
+    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin)" >&2; exit 2 ;;
   esac
 done
 
@@ -76,6 +109,7 @@ for s in "${steps[@]}"; do
     unit) step_ctest unit -LE gpu ;;
     test) step_ctest test-gpu -L gpu ;;
     demo) step_demo ;;
+    plugin) step_plugin ;;
   esac
 done
 

@@ -46,6 +46,7 @@ class RunCommand {
       Session session(v_.config);
       report_.environment = session.environment();
       run_cases(session);
+      ran_ = true;
     } catch (const UsageError&) {
       finish_after_exception(kExitUsage, "the session could not start");
       throw;
@@ -145,7 +146,7 @@ class RunCommand {
     // Summary first: if a report cannot be written, main's error line (exit 3)
     // comes last, right under the verdict it overrides.
     const Counts counts = count_results(report_.cases);
-    const bool all_skipped = counts.total > 0 && counts.skipped == counts.total;
+    const bool all_skipped = ran_ && counts.total > 0 && counts.skipped == counts.total;
     if (report_.exit_code != kExitUsage || all_skipped) term_.summary(report_);
     write_reports(v_.report, report_);
     if (all_skipped && report_.exit_code == kExitUsage) {
@@ -159,6 +160,7 @@ class RunCommand {
   RunReport report_;
   InterruptGuard interrupts_;
   std::string last_error_;
+  bool ran_ = false;  // the session started and every case was offered to it
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 

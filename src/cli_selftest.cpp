@@ -76,6 +76,7 @@ std::string rerun_prefix(const SelftestOptions& o, const SessionConfig& config) 
   cmd += fmt::format(" --suite {} --seed {} --timeout {:g}", o.selection.suite, o.selection.seed,
                      config.timeout_s);
   if (o.session.mps != "auto") cmd += " --mps " + o.session.mps;
+  if (config.kernel.spec != kDefaultKernel) cmd += " --kernel " + config.kernel.spec;
   return cmd;
 }
 
@@ -94,6 +95,10 @@ int run_selftest_command(const SelftestOptions& o) {
   plan.suite = selection.suite;
   plan.fast = o.fast;
   plan.mutants = select_mutants(mutants_for(base), o.mutants);
+  if (plan.mutants.empty()) {
+    throw UsageError(fmt::format("kernel '{}' declares no mutants: selftest has nothing to prove",
+                                 base.kernel.name));
+  }
   const SuiteOptions suite_opts{
       .world = o.world, .geometry = geometry, .base_seed = selection.seed};
   plan.cases = suite_cases(selection.suite, suite_opts, selection);
@@ -169,6 +174,8 @@ CLI::App* add_selftest_command(CLI::App& app, CliContext& ctx) {
                               kDefaultSelftestTimeoutS));
   cmd->add_option("--mps", opts->session.mps,
                   "auto (default) | on | off: CUDA MPS when ranks share a GPU");
+  cmd->add_option("--kernel", opts->session.kernel,
+                  "direct (default) | PATH of a plugin that declares mutants (docs/plugins.md)");
   cmd->add_option("--mutants", opts->mutants,
                   "Only these mutants: comma-separated names or ids (default: all)");
   cmd->add_flag("--fast", opts->fast,

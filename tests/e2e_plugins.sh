@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The kernel plugin seam end to end on the host backend (no GPU): the test
+# plugins of tests/plugins (host memory, C11) loaded by the real binary.
+# Every refusal is one line on stderr with the documented exit code:
+#   2 the plugin cannot be used (missing file, not a shared library, no or an
+#     unknown ABI symbol, wrong ABI version, absurd region request), or every
+#     selected case was skipped;
+#   1 the kernel failed (a check, its init on one rank, a crash inside it).
+set -u
+BIN=${1:?usage: $0 path/to/dcp-check}
+PLUGINS=$(cd "$(dirname "$BIN")/../tests/plugins" && pwd)
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+HOST=(--backend host --world 4 --geometry tiny --timeout 5)
+failures=0
+
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+expect() {  # expect CODE DESCRIPTION -- ARGS...
+  local want=$1 what=$2
+  shift 3
+  local start=$SECONDS
+  timeout 120 "$BIN" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null
+  local rc=$?
+  if [[ $rc -eq $want ]]; then
+    echo "ok   exit $rc in $((SECONDS - start)) s: $what"
+  else
+    fail "exit $rc (want $want): $what: dcp-check $*"
+    sed 's/^/    stdout: /' "$WORK/out" | tail -15
+    sed 's/^/    stderr: /' "$WORK/err" | tail -5
+  fi
+}
+
+# One error line on stderr, matching the pattern, naming no source file.
+one_line() {  # one_line ERE
+  local lines
+  lines=$(grep -c . "$WORK/err")
+  [[ $lines -eq 1 ]] || fail "expected one stderr line, got $lines: $(head -3 "$WORK/err")"
+  grep -Eq "$1" "$WORK/err" || fail "stderr does not match /$1/: $(cat "$WORK/err")"
+  if grep -Eq '\.(cpp|h):[0-9]+' "$WORK/err"; then fail "stderr names a source file: $(cat "$WORK/err")"; fi
+}
+
+lib() { echo "$PLUGINS/libdcp_host_plugin$1.so"; }
+
+# The correct plugin passes the default suite at world 4 (one DCP4 and two DCP2
+# groups) and at world 2, and every report names it.
+expect 0 "the host plugin passes the default suite" -- "${HOST[@]}" --kernel "$(lib "")" \
+  --json "$WORK/run.json" --junit "$WORK/run.xml"
+grep -q '^PASS' "$WORK/out" || fail "no PASS verdict"
+grep -q "kernel dcp-host-plugin 1.0 ($(lib "")" "$WORK/out" || fail "terminal header does not name the plugin"
+python3 - "$WORK/run.json" "$(lib "")" <<'PY' || fail "JSON report does not name the kernel"
+import hashlib, json, sys
+report = json.load(open(sys.argv[1]))
+k = report["configuration"]["kernel"]
+sha = hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest()
+assert k["name"] == "dcp-host-plugin" and k["version"] == "1.0", k
+assert k["path"] == sys.argv[2] and k["sha256"] == sha, (k["path"], k["sha256"], sha)
+assert report["counts"]["skipped"] == 0 and report["counts"]["passed"] > 0, report["counts"]
+PY
+grep -q 'name="kernel_sha256"' "$WORK/run.xml" || fail "JUnit properties lack the kernel's sha256"
+expect 0 "the host plugin passes at world 2" -- --backend host --world 2 --geometry tiny --kernel "$(lib "")"
+
+# Bit-for-bit comparison of any two kernels: the plugin against the host model.
+expect 0 "--against: the plugin agrees with the built-in host model" -- "${HOST[@]}" --suite smoke \
+  --kernel "$(lib "")" --against direct
+
+# Replay and stress run the same plugin (the replay line carries --kernel).
+expect 1 "a broken plugin fails with replay lines" -- "${HOST[@]}" --kernel "$(lib _bad_shape)"
+grep -Eq 'stride=.*padded-lse|pad[0-9]+x[1-9]' "$WORK/out" || fail "bad-shape failures do not point at padded LSE"
+replay=$(grep -m1 -o 'dcp-check replay .*' "$WORK/out")
+[[ $replay == *"--kernel $(lib _bad_shape)"* ]] || fail "replay line lacks --kernel: $replay"
+read -ra args <<<"${replay#dcp-check }"
+expect 1 "the replay line reproduces the failure" -- "${args[@]}"
+expect 0 "stress runs the plugin" -- stress --backend host --world 2 --geometry tiny \
+  --kernel "$(lib "")" --duration 3s --seed 7
+
+# Loader refusals: exit 2, one line.
+expect 2 "missing file" -- "${HOST[@]}" --kernel "$WORK/nope.so"
+one_line 'no such file'
+echo "not an ELF" >"$WORK/text.so"
+expect 2 "not a shared library" -- "${HOST[@]}" --kernel "$WORK/text.so"
+one_line 'not a shared library'
+expect 2 "unknown built-in name" -- "${HOST[@]}" --kernel nosuch
+one_line 'no built-in kernel'
+expect 2 "no v1 symbol (exports v0)" -- "${HOST[@]}" --kernel "$(lib _no_symbol)"
+one_line 'dcpKernelPlugin_v0.*older'
+expect 2 "wrong ABI version in the table" -- "${HOST[@]}" --kernel "$(lib _wrong_abi)"
+one_line 'ABI version 99'
+expect 2 "a region request too large" -- "${HOST[@]}" --kernel "$(lib _huge_region)"
+one_line "region 'out_recv' asks for 1125899906842624 bytes"
+expect 2 "a device-memory kernel on the host backend" -- "${HOST[@]}" --kernel stock
+one_line 'runs on the GPU'
+
+# Capabilities: unsupported dtype is a skip with the reason, never a pass;
+# every selected case skipped is not exit 0.
+expect 0 "fp16-only plugin: bf16 cases skipped by name" -- "${HOST[@]}" --kernel "$(lib _fp16_only)" \
+  --json "$WORK/skip.json"
+python3 - "$WORK/skip.json" <<'PY' || fail "skips are not named with their reason"
+import json, sys
+r = json.load(open(sys.argv[1]))
+skipped = [c for c in r["cases"] if c["status"] == "skipped"]
+assert skipped and all("-bf16-" in c["id"] for c in skipped), [c["id"] for c in skipped][:3]
+assert all("does not support output dtype bf16" in c["message"] for c in skipped)
+assert r["counts"]["passed"] > 0
+PY
+expect 2 "every selected case skipped" -- "${HOST[@]}" --kernel "$(lib _fp16_only)" --filter '^dcp4-tiny-bf16'
+grep -q 'every selected case was skipped' "$WORK/err" || fail "no 'every case skipped' line"
+
+# Init fails on one rank only: every rank stops with that rank's message, fast.
+start=$SECONDS
+expect 1 "init fails on group rank 1 only" -- "${HOST[@]}" --kernel "$(lib _init_fails)"
+((SECONDS - start < 20)) || fail "init failure took $((SECONDS - start)) s (a rank waited alone?)"
+grep -q 'injected init failure on group rank 1' "$WORK/err" || fail "the failing rank's message is not shown"
+
+# A crash inside the plugin's call: the kernel's failure, named as such.
+expect 1 "a plugin that crashes in a call" -- "${HOST[@]}" --kernel "$(lib _crash)"
+grep -q "killed by signal 11 (SIGSEGV) inside kernel 'dcp-host-plugin-crash'" "$WORK/out" ||
+  fail "the crash is not attributed to the kernel"
+
+leftover=$(ls /dev/shm 2>/dev/null | grep -c '^dcp-check-' || true)
+[[ $leftover -eq 0 ]] || echo "note: $leftover dcp-check shared-memory names in /dev/shm (other runs?)"
+if [[ $failures -gt 0 ]]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "all plugin checks passed"
