@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "cli_common.h"
 #include "geometry.h"
+#include "kernel_plugin.h"
 #include "options.h"
 #include "suites.h"
 
@@ -32,8 +33,25 @@ int list_command(const ListOptions& opts) {
     print_geometries();
     return 0;
   }
+  std::shared_ptr<LoadedKernel> kernel;
+  if (!opts.kernel.empty()) {
+    kernel = load_kernel(opts.kernel);
+    const KernelInfo& k = kernel->info();
+    fmt::print("# {}\n# memory {}, out dtypes 0x{:x}, LSE dtypes 0x{:x}, bases 0x{:x}, groups <= {}, "
+               "slots <= {}, epoch kind {}, set_epoch {}, {} mutant(s)\n# capabilities: {}\n",
+               kernels_text(k, nullptr), k.memory == DCP_MEMORY_HOST ? "host" : "device",
+               k.out_dtypes, k.lse_dtypes, k.lse_bases, k.max_group_size, k.max_slots,
+               k.epoch_kind, k.has_set_epoch ? "yes" : "no", k.mutants.size(),
+               capability_list(k.capabilities));
+  }
   for (const Case& c : select_cases(v.world, v.geometry, v.selection)) {
-    fmt::print("{}\n", format_case_id(c));
+    // Skips that depend on shared GPUs are decided at run time (here: one GPU per rank).
+    const std::string why = kernel ? case_skip_reason(kernel->info(), c, false) : "";
+    if (why.empty()) {
+      fmt::print("{}\n", format_case_id(c));
+    } else {
+      fmt::print("{}  # skipped: {}\n", format_case_id(c), why);
+    }
   }
   std::fflush(stdout);
   return 0;
@@ -51,6 +69,8 @@ CLI::App* add_list_command(CLI::App& app, CliContext& ctx) {
   CLI::Option* geometries =
       sub->add_flag("--geometries", opts->geometries, "List geometry presets and their sources");
   CLI::Option* suites = sub->add_flag("--suites", opts->suites, "List suite names");
+  sub->add_option("--kernel", opts->kernel,
+                  "Show this kernel's declaration and mark the cases it would skip");
   geometries->excludes(suites);
   sub->callback([opts, &ctx] { ctx.action = [opts] { return list_command(*opts); }; });
   return sub;

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The worked example plugin builds from its own CMake project against the
+# public header alone (kernels/dcp_kernel_plugin.h), and dcp-check's loader
+# accepts both of its libraries and reads their declarations. Running them
+# needs a GPU: ci/gpu.sh plugin does that.
+set -u
+BIN=${1:?usage: $0 path/to/dcp-check}
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  export PATH=/usr/local/cuda/bin:$PATH
+fi
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# Only the plugin's own folder and the one public header: a copy of exactly
+# those is what a kernel author starts from.
+mkdir -p "$WORK/src/example_plugin"
+cp "$SRC"/kernels/example_plugin/CMakeLists.txt "$SRC"/kernels/example_plugin/*.cu "$WORK/src/example_plugin/"
+cp "$SRC/kernels/dcp_kernel_plugin.h" "$WORK/src/"
+if cmake -S "$WORK/src/example_plugin" -B "$WORK/build" -DCMAKE_CUDA_ARCHITECTURES=90 >"$WORK/cfg.log" 2>&1 &&
+  cmake --build "$WORK/build" -j"$(nproc)" >"$WORK/build.log" 2>&1; then
+  echo "ok   the example plugin builds from its own project against the public header alone"
+else
+  fail "the example plugin does not build"
+  tail -20 "$WORK/cfg.log" "$WORK/build.log"
+  exit 1
+fi
+for lib in libdcp_example_plugin.so libdcp_example_plugin_broken.so; do
+  path="$WORK/build/$lib"
+  exported=$(nm -D --defined-only "$path" | awk '$2 ~ /[BDRT]/ {print $3}' | grep -c '^dcpKernelPlugin' || true)
+  [[ $exported -eq 1 ]] || fail "$lib exports $exported dcpKernelPlugin symbols (want exactly one)"
+  if "$BIN" list --world 4 --geometry kimi --kernel "$path" >"$WORK/list" 2>"$WORK/err"; then
+    head -3 "$WORK/list" | sed 's/^/    /'
+    grep -q '^# capabilities: .*graph-safe' "$WORK/list" || fail "$lib: not declared graph-safe"
+    skipped=$(grep -c '# skipped' "$WORK/list" || true)
+    [[ $skipped -eq 0 ]] || fail "$lib would skip $skipped default cases: $(grep -m1 '# skipped' "$WORK/list")"
+    echo "ok   dcp-check loads $lib and would run every default case"
+  else
+    fail "dcp-check refuses $lib: $(cat "$WORK/err")"
+  fi
+done
+# No GPU here: a run says so in one line and exits 2 (never a pass).
+if ! nvidia-smi -L >/dev/null 2>&1; then
+  "$BIN" --world 2 --kernel "$WORK/build/libdcp_example_plugin.so" >"$WORK/out" 2>"$WORK/err"
+  rc=$?
+  [[ $rc -eq 2 ]] && grep -q 'no CUDA GPU' "$WORK/err" || fail "run without a GPU: exit $rc, $(cat "$WORK/err")"
+  [[ $rc -eq 2 ]] && echo "ok   without a GPU a run of the plugin exits 2: $(cat "$WORK/err")"
+fi
+[[ $failures -eq 0 ]] || { echo "$failures check(s) failed"; exit 1; }
+echo "all example-plugin checks passed"
