@@ -71,7 +71,7 @@ run_expect() {  # run_expect NAME WANT_RC ARGS...: one dcp-check run, its verdic
   "$BIN" "$@" >"$log" 2>&1
   rc=$?
   verdict=$(grep -E '^(PASS|FAIL|USAGE ERROR|HARNESS ERROR|INTERRUPTED)|^dcp-check: |^selftest' "$log" | tail -n 1)
-  tail -n 12 "$log"
+  if [[ $1 == selftest ]]; then tail -n 30 "$log"; else tail -n 6 "$log"; fi
   if [[ $rc -eq $want ]]; then rc=0; elif [[ $rc -eq 0 ]]; then rc=98; fi  # 98: passed, should not
   record "$name (want $want)" "$rc" $((SECONDS - start)) "$verdict"
 }
@@ -90,8 +90,7 @@ step_plugin() {
     --json "$OUT/plugin-w4.json" --junit "$OUT/plugin-w4.xml"
   run_expect "broken plugin w2" 1 --world 2 --kernel "$broken"
   run_expect "direct w4 kimi mps" 0 --world 4 --geometry kimi --mps on
-  run_expect "selftest via seam" 0 selftest --world 2 --fast \
-    --mutants empty-not-masked,single-parity,ignore-lse-stride,no-base-conversion
+  run_expect "selftest via seam" 0 selftest --world 2 --fast --json "$OUT/selftest.json"
   run_expect "plugin vs direct bits" 0 --world 2 --suite smoke --kernel "$ex" --against direct
 }
 
