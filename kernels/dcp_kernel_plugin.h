@@ -6,9 +6,10 @@
  * The contract in prose, with a walkthrough: docs/plugins.md.
  *
  * Compatibility rules:
- *  - Every struct starts with `struct_size`, set by whoever fills the struct.
- *    Structs only ever grow at the end; a reader uses a field only when
- *    struct_size covers it. A new ABI version gets a new symbol name
+ *  - Every struct that is passed by pointer and may grow starts with
+ *    `struct_size`, set by whoever fills it; such structs only ever grow at the
+ *    end, and a reader uses a field only when struct_size covers it. The two
+ *    fixed records (dcpWaitStatus_v1, dcpMutantInfo_v1) never change in v1. A new ABI version gets a new symbol name
  *    (dcpKernelPlugin_v2, ...); dcp-check looks for the newest it knows first.
  *  - Strings handed to a plugin live until the call returns; strings a plugin
  *    returns (name, version, last_error) must stay valid until dlclose.
@@ -42,8 +43,11 @@ extern "C" {
 /* Return codes of every plugin function. */
 typedef enum dcpStatus {
   DCP_STATUS_OK = 0,
-  DCP_STATUS_UNSUPPORTED = 1,      /* this case/config is not supported: skipped by name */
-  DCP_STATUS_INVALID_ARGUMENT = 2, /* refused the arguments (e.g. T > max_tokens) */
+  DCP_STATUS_UNSUPPORTED = 1,      /* get_workspace/init: this group or geometry is not supported
+                                      (a usage error, exit 2). Per-case support is declared in
+                                      the table, never returned by call() */
+  DCP_STATUS_INVALID_ARGUMENT = 2, /* refused the arguments (e.g. T > max_tokens); from call()
+                                      a kernel failure, since peers may already be waiting */
   DCP_STATUS_CUDA_ERROR = 3,       /* a CUDA call failed: a kernel failure */
   DCP_STATUS_INTERNAL = 4          /* anything else: a kernel failure */
 } dcpStatus_t;
@@ -61,7 +65,9 @@ typedef enum dcpMemory {
                             completion on the calling thread, stream is NULL */
 } dcpMemory_t;
 
-/* What the epoch counter of a slot is, for the epoch-wraparound cases. */
+/* What the epoch counter of a slot is, for the epoch-wraparound cases: a case
+ * that starts "3 below the wrap" starts 3 below 2^32 for U32 and U64 kernels
+ * (for U64 that is the low word's wrap) and 3 below 2^31 for S32 kernels. */
 typedef enum dcpEpochKind {
   DCP_EPOCH_U32 = 0, /* unsigned 32-bit: wraps at 2^32 */
   DCP_EPOCH_S32 = 1, /* signed 32-bit: overflows at 2^31 */

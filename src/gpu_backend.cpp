@@ -282,6 +282,10 @@ void GpuBackend::map_regions(const std::vector<dcpRegionRequest_v1>& requests,
                           cudaMemcpyHostToDevice));
   }
   CUDA_CHECK(rank, HarnessError, cudaDeviceSynchronize());
+  // Initial contents are in place on every rank before any init may read a peer's.
+  rendezvous.barrier(fmt::format("{}/dcp{}g{}/{}/filled", cfg_.run_id, cfg_.dcp_size,
+                                 cfg_.group_idx, cfg_.kernel->info().name),
+                     cfg_.members);
 }
 
 GpuBackend::~GpuBackend() {
@@ -312,7 +316,7 @@ void GpuBackend::begin_case(const Case& c) {
   }
   if (c.epoch_start.has_value()) {
     for (int slot = 0; slot < instance_->config().num_slots; ++slot) {
-      instance_->set_epoch(slot, *c.epoch_start, streams_[0].get());
+      instance_->set_epoch(slot, kernel_epoch(instance_->info(), *c.epoch_start), streams_[0].get());
     }
   }
   sync_all();

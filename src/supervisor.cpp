@@ -233,6 +233,7 @@ void Session::Impl::await_ready(SupervisorClock::time_point deadline) {
   };
   while (!all_ready()) {
     poll_workers(50);
+    drain_exited_workers();
     check_startup_failures();
     if (SupervisorClock::now() >= deadline) {
       std::vector<int> slow;
@@ -285,6 +286,19 @@ void Session::Impl::poll_workers(int timeout_ms) {
       if (auto info = try_reap(w.pid)) w.exit = info;
     }
   }
+}
+
+// A worker that exited may still have its last report (a fatal message) unread
+// in the socket: read until its end of stream, for at most a second, so the
+// verdict rests on what it said rather than on how it exited.
+void Session::Impl::drain_exited_workers() {
+  const auto until = SupervisorClock::now() + std::chrono::seconds(1);
+  auto undrained = [&] {
+    return std::any_of(workers.begin(), workers.end(), [](const WorkerState& w) {
+      return w.exit && w.channel && !w.channel->eof();
+    });
+  };
+  while (undrained() && SupervisorClock::now() < until) poll_workers(20);
 }
 
 void Session::Impl::accept_pending() {

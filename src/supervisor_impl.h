@@ -65,7 +65,8 @@ struct Session::Impl {
   void poll_workers(int timeout_ms);
   void kill_workers() noexcept;
   std::vector<const WaitStatus*> status_entries() const;
-  bool in_kernel(int rank) const;  // the rank's worker is inside a kernel (plugin) function
+  bool in_kernel(int rank) const;
+  void drain_exited_workers();  // the rank's worker is inside a kernel (plugin) function
 
   // supervisor_case.cpp
   CaseResult run_case(const Case& c, const std::string& suite);

@@ -196,7 +196,11 @@ void Worker::build_backends() {
     Case probe;
     probe.dcp_size = g;
     probe.geometry = config_.session.geometry;
-    for (const std::string& kernel : kernels()) backend_for(probe, kernel);
+    for (const std::string& kernel : kernels()) {
+      // Cases of a group size the kernel does not support are skipped by the
+      // supervisor: no workspace for them.
+      if (g <= loaded(kernel)->info().max_group_size) backend_for(probe, kernel);
+    }
   }
 }
 
