@@ -203,13 +203,9 @@ void validate_output_path(std::string_view flag, const std::string& path) {
   if (!fs::is_directory(dir, ec)) {
     usage(fmt::format("{} {}: {} is not a directory", flag, path, dir.string()));
   }
-  // Really try: access(2) says yes to root even on read-only mounts and /proc.
-  if (fs::exists(p, ec)) {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) usage(fmt::format("{} {}: cannot write: {}", flag, path, std::strerror(errno)));
-    ::close(fd);
-    return;
-  }
+  // Really try, the way the reports are written (a temporary file beside the
+  // target, renamed over it): access(2) says yes to root even on read-only
+  // mounts and /proc.
   const std::string probe = (dir / fmt::format(".dcp-check-probe-{}", ::getpid())).string();
   int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
@@ -217,7 +213,18 @@ void validate_output_path(std::string_view flag, const std::string& path) {
                       std::strerror(errno)));
   }
   ::close(fd);
+  std::string refusal;
+  if (fs::exists(p, ec)) {
+    // Swap the probe with the existing file and back: proves the final rename
+    // works without touching the file's contents.
+    if (::renameat2(AT_FDCWD, probe.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) == 0) {
+      ::renameat2(AT_FDCWD, probe.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE);
+    } else if (errno != EINVAL && errno != ENOSYS) {
+      refusal = fmt::format("{} {}: cannot be replaced: {}", flag, path, std::strerror(errno));
+    }
+  }
   ::unlink(probe.c_str());
+  if (!refusal.empty()) usage(refusal);
 }
 
 void validate_report_options(const ReportOptions& opts) {

@@ -44,6 +44,8 @@ CASES=(
   "verbose|$H -q -v"
   "json|$H --json /nonexistent-dir/out.json"
   "junit|$H --junit /proc/dcp-check-test.xml"
+  "json|$H --json /proc/version"
+  "junit|$H --junit /proc/self/status"
   "json|$H --json $WORK"
   "junit|$H --junit $WORK/file/x.xml"
   "junit|$H --json $WORK/same --junit $WORK/same"
