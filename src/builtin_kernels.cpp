@@ -264,11 +264,12 @@ constexpr uint32_t kOutDtypes = DCP_DTYPE_MASK(DCP_DTYPE_FP16) | DCP_DTYPE_MASK(
 constexpr uint32_t kLseDtypes = kOutDtypes | DCP_DTYPE_MASK(DCP_DTYPE_FP32);
 constexpr uint32_t kBases = DCP_LSE_BASE_MASK(DCP_LSE_BASE_E) | DCP_LSE_BASE_MASK(DCP_LSE_BASE_2);
 
-dcpKernelPlugin_v1_t make_direct() {
+// What both built-ins declare alike: device memory, every dtype and base, W <= 8, two slots.
+dcpKernelPlugin_v1_t builtin_table(const char* name) {
   dcpKernelPlugin_v1_t t{};
   t.struct_size = sizeof t;
   t.abi_version = DCP_PLUGIN_ABI_VERSION;
-  t.name = "direct";
+  t.name = name;
   t.version = "builtin";
   t.memory = DCP_MEMORY_DEVICE;
   t.out_dtypes = kOutDtypes;
@@ -276,6 +277,11 @@ dcpKernelPlugin_v1_t make_direct() {
   t.lse_bases = kBases;
   t.max_group_size = kMaxDcpSize;
   t.max_slots = kMaxSlots;
+  return t;
+}
+
+dcpKernelPlugin_v1_t make_direct() {
+  dcpKernelPlugin_v1_t t = builtin_table("direct");
   t.epoch_kind = DCP_EPOCH_U32;
   t.capabilities = DCP_CAP_GRAPH_SAFE | DCP_CAP_MASKS_EMPTY_KV | DCP_CAP_TIMEOUT_HINT |
                    DCP_CAP_WAIT_STATUS;
@@ -291,17 +297,7 @@ dcpKernelPlugin_v1_t make_direct() {
 }
 
 dcpKernelPlugin_v1_t make_stock() {
-  dcpKernelPlugin_v1_t t{};
-  t.struct_size = sizeof t;
-  t.abi_version = DCP_PLUGIN_ABI_VERSION;
-  t.name = "stock";
-  t.version = "builtin";
-  t.memory = DCP_MEMORY_DEVICE;
-  t.out_dtypes = kOutDtypes;
-  t.lse_dtypes = kLseDtypes;
-  t.lse_bases = kBases;
-  t.max_group_size = kMaxDcpSize;
-  t.max_slots = kMaxSlots;
+  dcpKernelPlugin_v1_t t = builtin_table("stock");
   t.epoch_kind = DCP_EPOCH_U64;  // no epochs at all: NCCL orders the calls
   t.capabilities = DCP_CAP_GRAPH_SAFE | DCP_CAP_MASKS_EMPTY_KV | DCP_CAP_NEEDS_DISTINCT_GPUS;
   t.get_workspace = stock_get_workspace;
