@@ -2,6 +2,12 @@
 // source, tensor, element index): keys are derived once per op and source, and
 // each element costs one SplitMix64 step plus a float rounding, so the
 // reference can regenerate W sources x T x H x D values per call cheaply.
+//
+// Output rows are generated several elements at a time (output_lanes in
+// generator_lanes.h, which the checker also uses); the scalar formula
+// (output_float) is the definition, used for the tail of a row and by
+// OpGenerator::output_value, and the lanes compute it bit for bit (tests
+// compare every element of random cases at every SIMD level).
 #include "generator.h"
 
 #include <algorithm>
@@ -10,7 +16,9 @@
 #include <cstring>
 #include <limits>
 
+#include "generator_lanes.h"
 #include "mix.h"
+#include "simd.h"
 
 namespace dcp {
 namespace {
@@ -40,6 +48,63 @@ uint32_t float_to_bits(Format f, float x) {
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The definition of an output element: uniform in [-2, 2) times the row's
+// scale, rounded to float, never zero (then rounded to the output dtype).
+float output_float(uint64_t key, uint64_t index, float scale) {
+  float x = static_cast<float>(4 * unit_double(stream_at(key, index)) - 2) * scale;
+  if (x == 0) x = scale;  // never zero
+  return x;
+}
+
+// Elements [base, base + n) of the stream `key`, as bits (kBits) or decoded.
+template <Format F, bool kBits, int N>
+DCP_SIMD_INLINE void normal_row(uint64_t key, uint64_t base, float scale, int n, uint32_t* bits_out,
+                                double* values_out) {
+  using namespace simd;
+  using U64 = vec<uint64_t, N>;
+  U64 z = stream_lanes<N>(key, base);
+  const vec<float, N> vscale = vec<float, N>{} + scale;
+  int d = 0;
+  for (; d + N <= n; d += N, z += kGolden * N) {
+    if constexpr (kBits) {
+      store(bits_out + d, output_lanes<F, N>(z, vscale));
+    } else {
+      store(values_out + d, output_values<F, N>(z, vscale));
+    }
+  }
+  for (; d < n; ++d) {
+    const uint32_t b = float_to_bits(F, output_float(key, base + static_cast<uint64_t>(d), scale));
+    if constexpr (kBits) {
+      bits_out[d] = b;
+    } else {
+      values_out[d] = decode(F, b);
+    }
+  }
+}
+
+template <int N>
+DCP_SIMD_INLINE void normal_row_kernel_lanes(Format f, uint64_t key, uint64_t base, float scale,
+                                             int n, uint32_t* bits_out, double* values_out) {
+  switch (f) {
+    case Format::kFp16:
+      return bits_out ? normal_row<Format::kFp16, true, N>(key, base, scale, n, bits_out, values_out)
+                      : normal_row<Format::kFp16, false, N>(key, base, scale, n, bits_out, values_out);
+    case Format::kBf16:
+      return bits_out ? normal_row<Format::kBf16, true, N>(key, base, scale, n, bits_out, values_out)
+                      : normal_row<Format::kBf16, false, N>(key, base, scale, n, bits_out, values_out);
+    case Format::kFp32:
+      return bits_out ? normal_row<Format::kFp32, true, N>(key, base, scale, n, bits_out, values_out)
+                      : normal_row<Format::kFp32, false, N>(key, base, scale, n, bits_out, values_out);
+  }
+}
+
+// normal_row_kernel(f, key, base, scale, n, bits_out, values_out): bits when
+// bits_out is non-null, else decoded values.
+DCP_SIMD_DISPATCH(void, normal_row_kernel,
+                  (Format f, uint64_t key, uint64_t base, float scale, int n, uint32_t* bits_out,
+                   double* values_out),
+                  (f, key, base, scale, n, bits_out, values_out))
 
 }  // namespace
 
@@ -178,38 +243,52 @@ double OpGenerator::lse_value(int src, int token, int head) const {
   return decode(format_of(c_.lse_dtype), lse_bits(src, token, head));
 }
 
+float OpGenerator::row_scale(int src, uint64_t row) const {
+  // Per-row scale 1, 1/2, 1/4 or 1/8: magnitudes vary across sources.
+  return std::ldexp(1.0f, -static_cast<int>(stream_at(row_keys_[src], row) & 3));
+}
+
+RowStream OpGenerator::row_stream(int src, int token, int head) const {
+  RowStream r;
+  if (row_kind(src, token) != RowKind::kNormal) return r;
+  const int wh = c_.dcp_size * c_.geometry.heads_per_rank;
+  const uint64_t row = static_cast<uint64_t>(token) * wh + head;
+  r.key = out_keys_[src];
+  r.base = row * static_cast<uint64_t>(c_.geometry.head_dim);
+  r.scale = row_scale(src, row);
+  r.normal = true;
+  return r;
+}
+
 void OpGenerator::output_row_bits(int src, int token, int head, uint32_t* out) const {
   const Format f = format_of(c_.out_dtype);
   const int d_count = c_.geometry.head_dim;
-  if (row_kind(src, token) != RowKind::kNormal) {
+  const RowStream r = row_stream(src, token, head);
+  if (!r.normal) {
     std::fill(out, out + d_count, quiet_nan_bits(f));  // must never be read
     return;
   }
-  const int wh = c_.dcp_size * c_.geometry.heads_per_rank;
-  const uint64_t row = static_cast<uint64_t>(token) * wh + head;
-  // Per-row scale 1, 1/2, 1/4 or 1/8: magnitudes vary across sources.
-  const float scale = std::ldexp(1.0f, -static_cast<int>(stream_at(row_keys_[src], row) & 3));
-  const uint64_t key = out_keys_[src];
-  const uint64_t base = row * static_cast<uint64_t>(d_count);
-  for (int d = 0; d < d_count; ++d) {
-    float x = static_cast<float>(4 * unit_double(stream_at(key, base + d)) - 2) * scale;
-    if (x == 0) x = scale;  // never zero
-    out[d] = float_to_bits(f, x);
-  }
+  normal_row_kernel(f, r.key, r.base, r.scale, d_count, out, nullptr);
 }
 
 void OpGenerator::output_row(int src, int token, int head, double* out) const {
   const Format f = format_of(c_.out_dtype);
   const int d_count = c_.geometry.head_dim;
-  uint32_t bits[512];  // every preset's D fits; larger custom D takes the heap
-  if (d_count <= 512) {
-    output_row_bits(src, token, head, bits);
-    for (int d = 0; d < d_count; ++d) out[d] = decode(f, bits[d]);
+  const RowStream r = row_stream(src, token, head);
+  if (!r.normal) {
+    std::fill(out, out + d_count, decode(f, quiet_nan_bits(f)));  // must never be read
     return;
   }
-  std::vector<uint32_t> big(static_cast<size_t>(d_count));
-  output_row_bits(src, token, head, big.data());
-  for (int d = 0; d < d_count; ++d) out[d] = decode(f, big[static_cast<size_t>(d)]);
+  normal_row_kernel(f, r.key, r.base, r.scale, d_count, nullptr, out);
+}
+
+double OpGenerator::output_value(int src, int token, int head, int dim) const {
+  const Format f = format_of(c_.out_dtype);
+  if (row_kind(src, token) != RowKind::kNormal) return decode(f, quiet_nan_bits(f));
+  const int wh = c_.dcp_size * c_.geometry.heads_per_rank;
+  const uint64_t row = static_cast<uint64_t>(token) * wh + head;
+  const uint64_t index = row * static_cast<uint64_t>(c_.geometry.head_dim) + dim;
+  return decode(f, float_to_bits(f, output_float(out_keys_[src], index, row_scale(src, row))));
 }
 
 SourceInputs generate_source_inputs(const Case& c, int group_idx, int op_idx, int src) {
@@ -250,10 +329,7 @@ SourceInputs generate_source_inputs(const Case& c, int group_idx, int op_idx, in
 
 double generated_output_value(const Case& c, int group_idx, int op_idx, int src, int token,
                               int head, int dim) {
-  const OpGenerator gen(c, group_idx, op_idx);
-  std::vector<double> row(static_cast<size_t>(c.geometry.head_dim));
-  gen.output_row(src, token, head, row.data());
-  return row[static_cast<size_t>(dim)];
+  return OpGenerator(c, group_idx, op_idx).output_value(src, token, head, dim);
 }
 
 double generated_lse_value(const Case& c, int group_idx, int op_idx, int src, int token, int head) {

@@ -36,6 +36,16 @@ double generated_output_value(const Case& c, int group_idx, int op_idx, int src,
 double generated_lse_value(const Case& c, int group_idx, int op_idx, int src, int token,
                            int head /* in [0, W*H) */);
 
+// Where one normal (src, token, head) row lives in its source's counter
+// stream: element d is the stream's value at base + d (generator_lanes.h).
+// Rows that are not normal (masked, planted) hold NaN and have no stream.
+struct RowStream {
+  uint64_t key = 0;   // the source's output-element stream
+  uint64_t base = 0;  // stream index of element 0
+  float scale = 1;    // the row's scale, 2^-k for k in 0..3
+  bool normal = false;
+};
+
 // The reference's fast path (additive to the per-value functions above, and
 // identical to them): one op's generator with its layout computed once.
 class OpGenerator {
@@ -47,6 +57,12 @@ class OpGenerator {
   // The D values of (src, token, head): NaN garbage for masked rows and rows
   // whose LSE is planted +-inf or NaN.
   void output_row(int src, int token, int head, double* out) const;
+  // One element of output_row, by the scalar formula (output_row computes
+  // several lanes at a time; tests hold the two equal bit for bit).
+  double output_value(int src, int token, int head, int dim) const;
+  // Where a normal row's values come from (generator_lanes.h computes them in
+  // lanes from it); .normal == false for masked and planted (NaN) rows.
+  RowStream row_stream(int src, int token, int head) const;
   // Raw bits as stored (low 16 bits for fp16/bf16).
   uint32_t lse_bits(int src, int token, int head) const;
   void output_row_bits(int src, int token, int head, uint32_t* out) const;
@@ -55,6 +71,7 @@ class OpGenerator {
   enum class RowKind : uint8_t { kNormal, kMasked, kPlanted };
   RowKind row_kind(int src, int token) const;
   double lse_double(int src, int token, int head) const;
+  float row_scale(int src, uint64_t row) const;
 
   Case c_;
   SequenceLayout layout_;

@@ -5,6 +5,8 @@
 #include <limits>
 #include <numbers>
 
+#include "simd.h"
+
 namespace dcp {
 namespace {
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
@@ -20,9 +22,17 @@ double effective_l2(const SourceLse& s, LogBase base) {
 
 CombineWeights combine_weights(std::span<const SourceLse> sources, LogBase base) {
   CombineWeights w;
+  combine_weights_into(sources, base, w);
+  return w;
+}
+
+void combine_weights_into(std::span<const SourceLse> sources, LogBase base, CombineWeights& w) {
   const size_t n = sources.size();
   w.l2.resize(n);
   w.weight.assign(n, 0.0);
+  w.max_l2 = 0;
+  w.lse_magnitude = 0;
+  w.all_masked = false;
   double m = kNegInf;
   for (size_t s = 0; s < n; ++s) {
     w.l2[s] = effective_l2(sources[s], base);
@@ -30,7 +40,7 @@ CombineWeights combine_weights(std::span<const SourceLse> sources, LogBase base)
   }
   if (m == kNegInf) {
     w.all_masked = true;
-    return w;
+    return;
   }
   w.max_l2 = m;
   double total = 0;
@@ -45,8 +55,58 @@ CombineWeights combine_weights(std::span<const SourceLse> sources, LogBase base)
     if (w.weight[s] > 0) max_abs_l2 = std::max(max_abs_l2, std::fabs(w.l2[s]));
   }
   w.lse_magnitude = max_abs_l2 + std::fabs(m);
-  return w;
 }
+
+namespace {
+
+// out (and abs_sum) += ws * x (ws * |x|), element by element, in lanes: the
+// same two roundings per element as the scalar loop.
+template <int N, bool kAbs>
+DCP_SIMD_INLINE void accumulate_into(double ws, const double* x, int n, double* out,
+                                     double* abs_sum) {
+  using namespace simd;
+  using F64 = vec<double, N>;
+  const F64 vw = F64{} + ws;
+  int d = 0;
+  for (; d + N <= n; d += N) {
+    const F64 xv = load<F64>(x + d);
+    store(out + d, load<F64>(out + d) + vw * xv);
+    if constexpr (kAbs) store(abs_sum + d, load<F64>(abs_sum + d) + vw * simd::fabs(xv));
+  }
+  for (; d < n; ++d) {
+    out[d] += ws * x[d];
+    if constexpr (kAbs) abs_sum[d] += ws * std::fabs(x[d]);
+  }
+}
+template <int N>
+DCP_SIMD_INLINE void accumulate_source_lanes(double ws, const double* x, int n, double* out,
+                                             double* abs_sum) {
+  if (abs_sum != nullptr) {
+    accumulate_into<N, true>(ws, x, n, out, abs_sum);
+  } else {
+    accumulate_into<N, false>(ws, x, n, out, abs_sum);
+  }
+}
+DCP_SIMD_DISPATCH(void, accumulate_source,
+                  (double ws, const double* x, int n, double* out, double* abs_sum),
+                  (ws, x, n, out, abs_sum))
+
+template <int N>
+DCP_SIMD_INLINE void accumulate_source_fp32_lanes(float ws, const double* x, int n, float* out) {
+  using namespace simd;
+  using F32 = vec<float, N>;
+  const F32 vw = F32{} + ws;
+  int d = 0;
+  for (; d + N <= n; d += N) {
+    const F32 xv = __builtin_convertvector(load<vec<double, N>>(x + d), F32);
+    store(out + d, load<F32>(out + d) + vw * xv);
+  }
+  for (; d < n; ++d) out[d] += ws * static_cast<float>(x[d]);
+}
+DCP_SIMD_DISPATCH(void, accumulate_source_fp32, (float ws, const double* x, int n, float* out),
+                  (ws, x, n, out))
+
+}  // namespace
 
 void combine_values(const CombineWeights& w, std::span<const double* const> values, int head_dim,
                     double* out, double* abs_sum) {
@@ -56,11 +116,7 @@ void combine_values(const CombineWeights& w, std::span<const double* const> valu
   for (size_t s = 0; s < w.weight.size(); ++s) {
     const double ws = w.weight[s];
     if (ws == 0) continue;  // never read: may be null or NaN garbage
-    const double* x = values[s];
-    for (int d = 0; d < head_dim; ++d) out[d] += ws * x[d];
-    if (abs_sum) {
-      for (int d = 0; d < head_dim; ++d) abs_sum[d] += ws * std::fabs(x[d]);
-    }
+    accumulate_source(ws, values[s], head_dim, out, abs_sum);
   }
 }
 
@@ -77,7 +133,15 @@ CombineRow combine_row(std::span<const SourceLse> sources, LogBase base,
 void combine_row_fp32(std::span<const SourceLse> sources, LogBase base,
                       std::span<const double* const> values, int head_dim, float* out) {
   const size_t n = sources.size();
-  std::vector<float> l2(n);
+  constexpr size_t kStack = 16;  // every DCP size on one host; more takes the heap
+  float l2_stack[kStack], w_stack[kStack];
+  std::vector<float> l2_heap, w_heap;
+  if (n > kStack) {
+    l2_heap.resize(n);
+    w_heap.resize(n);
+  }
+  float* l2 = n > kStack ? l2_heap.data() : l2_stack;
+  float* w = n > kStack ? w_heap.data() : w_stack;
   float m = -std::numeric_limits<float>::infinity();
   for (size_t s = 0; s < n; ++s) {
     const double e = effective_l2(
@@ -88,7 +152,6 @@ void combine_row_fp32(std::span<const SourceLse> sources, LogBase base,
   }
   std::fill(out, out + head_dim, 0.0f);
   if (m == -std::numeric_limits<float>::infinity()) return;
-  std::vector<float> w(n);
   float total = 0;
   for (size_t s = 0; s < n; ++s) {
     w[s] = std::exp2(l2[s] - m);
@@ -96,9 +159,7 @@ void combine_row_fp32(std::span<const SourceLse> sources, LogBase base,
   }
   for (size_t s = 0; s < n; ++s) {
     if (w[s] == 0) continue;
-    const float ws = w[s] / total;
-    const double* x = values[s];
-    for (int d = 0; d < head_dim; ++d) out[d] += ws * static_cast<float>(x[d]);
+    accumulate_source_fp32(w[s] / total, values[s], head_dim, out);
   }
 }
 

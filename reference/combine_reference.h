@@ -37,10 +37,13 @@ struct CombineWeights {
 double effective_l2(const SourceLse& s, LogBase base);
 
 CombineWeights combine_weights(std::span<const SourceLse> sources, LogBase base);
+// The same into `w`, reusing its vectors' capacity (no allocation per row).
+void combine_weights_into(std::span<const SourceLse> sources, LogBase base, CombineWeights& w);
 
 // out[d] = sum_s w_s * values[s][d] over sources with w_s > 0 (others are
 // never dereferenced); abs_sum[d] = sum_s w_s * |values[s][d]| when non-null.
-// An all-masked row yields exact zeros.
+// An all-masked row yields exact zeros. Sums run in source order from +0, one
+// rounding per product and per sum (never fused), 8 elements at a time.
 void combine_values(const CombineWeights& w, std::span<const double* const> values, int head_dim,
                     double* out, double* abs_sum);
 

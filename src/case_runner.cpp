@@ -4,13 +4,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "errors.h"
 #include "generator.h"
+#include "mix.h"
 #include "plan.h"
 
 namespace dcp {
@@ -123,11 +126,50 @@ void run_batches(const Case& c, RankBackend& backend, const CaseRunContext& ctx,
 
 }  // namespace
 
+// The output hash (the name is historical: it was byte-at-a-time FNV-1a,
+// about 3 ms for one kimi call's 2 MiB). Now 8 bytes at a time in four
+// independent lanes (xxHash64's round: multiply, rotate, multiply), the tail
+// zero-padded into one last 32-byte block, then the length and the four lanes
+// folded into `hash` with hash_in (SplitMix64's finalizer): every input bit
+// reaches every output bit, and inputs of different lengths differ. Words
+// are read little-endian, so the value is the same on every host. Hashes are
+// only compared with hashes of the same build (replay --repeat, the
+// determinism re-run, impl agreement), never stored across versions: the
+// value changed with this function, the meaning did not.
+namespace {
+
+constexpr uint64_t kLaneMul1 = 0x9E3779B185EBCA87ull, kLaneMul2 = 0xC2B2AE3D27D4EB4Full;
+
+uint64_t load_le64(const uint8_t* p) {
+  uint64_t w;
+  std::memcpy(&w, p, sizeof w);
+  if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
+  return w;
+}
+
+uint64_t lane_round(uint64_t acc, uint64_t word) {
+  return std::rotl(acc + word * kLaneMul2, 31) * kLaneMul1;
+}
+
+void hash_block(uint64_t (&lanes)[4], const uint8_t* p) {
+  for (int k = 0; k < 4; ++k) lanes[k] = lane_round(lanes[k], load_le64(p + 8 * k));
+}
+
+}  // namespace
+
 uint64_t fnv1a(uint64_t hash, const std::vector<uint8_t>& bytes) {
-  for (uint8_t b : bytes) {
-    hash ^= b;
-    hash *= 0x100000001b3ull;
+  const uint8_t* p = bytes.data();
+  const size_t n = bytes.size();
+  uint64_t lanes[4] = {hash + kLaneMul1 + kLaneMul2, hash + kLaneMul2, hash, hash - kLaneMul1};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) hash_block(lanes, p + i);
+  if (i < n) {
+    uint8_t tail[32] = {};
+    std::memcpy(tail, p + i, n - i);
+    hash_block(lanes, tail);
   }
+  hash = hash_in(hash, n);
+  for (uint64_t lane : lanes) hash = hash_in(hash, lane);
   return hash;
 }
 

@@ -32,7 +32,7 @@ struct CaseRunContext {
 // std::exception (ShutdownRequested) pass through.
 RankCaseResult run_case_on_rank(const Case& c, RankBackend& backend, const CaseRunContext& ctx);
 
-// FNV-1a, continued from `hash` (start with kFnvOffset).
+// a 64-bit word-wise hash, continued from `hash` (start with kFnvOffset).
 inline constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
 uint64_t fnv1a(uint64_t hash, const std::vector<uint8_t>& bytes);
 

@@ -26,11 +26,30 @@
 // A row whose sources are all masked or -inf must be exactly zero (+0 or -0).
 // NaN never passes. The upstream profile instead compares with an fp32
 // reference and |got - want| <= 3e-2 + 3e-2 |want| (NaN fails too).
+//
+// Speed (one kimi call: T = 128, H = 16, D = 512, W = 4 sources regenerated
+// per row: 4M generated values, 1M checked). Rows (token, head) are split
+// into contiguous chunks across CheckProfile::num_threads threads; each chunk
+// has its own scratch row (no allocation per row) and its own counts and
+// first mismatches, merged in chunk order, so results do not depend on the
+// thread count. A row of the strict profile is first judged by
+// fused_row_passes(): the sources' values are generated (the generator's own
+// lanes, generator_lanes.h), combined and tested in registers, N elements at
+// a time (reference/simd.h). A row that passes is done; any other row, and
+// every row of the upstream profile, is built (row_values: sources, float64
+// combine, fp32 combine) and judged by row_passes() in lanes, then, if some
+// element fails, by the element-by-element loop of check_rows, which counts,
+// reports and explains exactly as before. The lanes compute the same
+// formulas with the same roundings, so a row passes in lanes exactly when
+// every element passes that loop. This file is built with -ffp-contract=off:
+// the lanes must round like the scalar formulas (no fused multiply-add in
+// the AVX2/AVX-512 builds).
 #include "checker.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -38,7 +57,10 @@
 #include "combine_reference.h"
 #include "errors.h"
 #include "generator.h"
+#include "generator_lanes.h"
 #include "numeric.h"
+#include "simd.h"
+#include "thread_pool.h"
 
 namespace dcp {
 namespace {
@@ -47,43 +69,287 @@ constexpr double kU = 0x1p-24;
 constexpr double kUpstreamTol = 3e-2;
 
 // One (token, head) row: everything needed to judge and explain its elements.
+// One per chunk of rows, reused row after row (sizes never change in a call).
 struct RowReference {
   std::vector<SourceLse> lse;
   CombineWeights weights;
   std::vector<std::vector<double>> x;  // per source, D values (only sources read)
   std::vector<bool> loaded;
+  std::vector<const double*> ptrs;
   std::vector<double> want, abs_sum;
   std::vector<float> want32;
+  std::vector<double> want32_wide;  // want32 as double, for row_passes
 };
 
 LogBase log_base(LseBase b) { return b == LseBase::kE ? LogBase::kE : LogBase::k2; }
 
-void build_row(const Case& c, const OpGenerator& gen, int token, int head, bool upstream,
-               RowReference& r) {
-  const int w = c.dcp_size, d_count = c.geometry.head_dim;
-  r.lse.resize(static_cast<size_t>(w));
-  for (int s = 0; s < w; ++s) {
+// The row's LSEs and weights (cheap: W values).
+void row_weights(const Case& c, const OpGenerator& gen, int token, int head, RowReference& r) {
+  const auto ws = static_cast<size_t>(c.dcp_size);
+  r.lse.resize(ws);
+  for (int s = 0; s < c.dcp_size; ++s) {
     r.lse[static_cast<size_t>(s)] = {gen.lse_value(s, token, head), gen.row_masked(s, token)};
   }
-  r.weights = combine_weights(r.lse, log_base(c.lse_base));
-  r.x.resize(static_cast<size_t>(w));
-  r.loaded.assign(static_cast<size_t>(w), false);
-  std::vector<const double*> ptrs(static_cast<size_t>(w), nullptr);
+  combine_weights_into(r.lse, log_base(c.lse_base), r.weights);
+}
+
+// The rest of the row, after row_weights: the sources read, the float64
+// combine, and the fp32 one for the upstream profile.
+void row_values(const Case& c, const OpGenerator& gen, int token, int head, bool upstream,
+                RowReference& r) {
+  const int w = c.dcp_size, d_count = c.geometry.head_dim;
+  const auto ws = static_cast<size_t>(w), ds = static_cast<size_t>(d_count);
+  r.x.resize(ws);
+  r.loaded.assign(ws, false);
+  r.ptrs.assign(ws, nullptr);
   for (int s = 0; s < w; ++s) {
     const auto si = static_cast<size_t>(s);
     if (r.weights.weight[si] == 0) continue;  // never read: may be NaN garbage
-    r.x[si].resize(static_cast<size_t>(d_count));
+    r.x[si].resize(ds);
     gen.output_row(s, token, head, r.x[si].data());
     r.loaded[si] = true;
-    ptrs[si] = r.x[si].data();
+    r.ptrs[si] = r.x[si].data();
   }
-  r.want.resize(static_cast<size_t>(d_count));
-  r.abs_sum.resize(static_cast<size_t>(d_count));
-  combine_values(r.weights, ptrs, d_count, r.want.data(), r.abs_sum.data());
+  r.want.resize(ds);
+  r.abs_sum.resize(ds);
+  combine_values(r.weights, r.ptrs, d_count, r.want.data(), r.abs_sum.data());
   if (upstream) {
-    r.want32.resize(static_cast<size_t>(d_count));
-    combine_row_fp32(r.lse, log_base(c.lse_base), ptrs, d_count, r.want32.data());
+    r.want32.resize(ds);
+    combine_row_fp32(r.lse, log_base(c.lse_base), r.ptrs, d_count, r.want32.data());
+    r.want32_wide.assign(r.want32.begin(), r.want32.end());
   }
+}
+
+// ---- row_passes: are all D elements of a row within tolerance? ----
+//
+// The same tests as check_rows' element loop, in lanes (simd.h): a row for
+// which this returns true has no mismatch, and any other row is judged again
+// element by element (so the lanes only need to be exact, never to report).
+// Strict: e32 = kU * abs_sum * bound_scale + 2^-100 with bound_scale = 4 W +
+// 16 + 9 L, as fp32_error_bound computes it, and tol = 0.5 ulp(|want| + e32)
+// + e32 as in element_tolerance. Upstream: tol = 3e-2 + 3e-2 |want|. Zero
+// (all-masked rows): tol = 0. Pass: got is not NaN and |got - want| <= tol.
+
+enum class RowTol : uint8_t { kZero, kStrict, kUpstream };
+
+template <Format F, int N>
+DCP_SIMD_INLINE simd::vec<double, N> load_got(const uint8_t* p) {
+  using namespace simd;
+  static_assert(std::endian::native == std::endian::little, "outputs are little-endian bytes");
+  using F64 = vec<double, N>;
+  if constexpr (F == Format::kFp32) {
+    return __builtin_convertvector(load<vec<float, N>>(p), F64);
+  } else {
+    const vec<uint32_t, N> b = __builtin_convertvector(load<vec<uint16_t, N>>(p), vec<uint32_t, N>);
+    if constexpr (F == Format::kBf16) {
+      return __builtin_convertvector(bf16_to_float(b), F64);
+    } else {
+      return __builtin_convertvector(fp16_to_float(b), F64);
+    }
+  }
+}
+
+template <Format F>
+constexpr int kMantissa = F == Format::kFp16 ? 10 : F == Format::kBf16 ? 7 : 23;
+template <Format F>
+constexpr int kBias = F == Format::kFp16 ? 15 : 127;
+
+// ulp_of(F, a) for a >= 0 or NaN, with floating-point comparisons only (the
+// baseline has no 64-bit integer compare): clamping a to [2^(1 - bias),
+// 2^bias] clamps its exponent to [1 - bias, bias] as ulp_of does (a NaN
+// takes the low end, as there; infinity the high end), and the spacing is
+// then 2^exponent * 2^-mantissa, exactly.
+template <Format F, int N>
+DCP_SIMD_INLINE simd::vec<double, N> ulp_lanes(const simd::vec<double, N>& magnitude) {
+  using namespace simd;
+  using F64 = vec<double, N>;
+  using U64 = vec<uint64_t, N>;
+  constexpr double lo = std::bit_cast<double>(static_cast<uint64_t>(1 - kBias<F> + 1023) << 52);
+  constexpr double hi = std::bit_cast<double>(static_cast<uint64_t>(kBias<F> + 1023) << 52);
+  F64 a = select(magnitude >= lo, magnitude, F64{} + lo);  // NaN fails >=: the low end
+  a = select(a > hi, F64{} + hi, a);
+  const F64 pow2 = bits<F64>(bits<U64>(a) & 0x7FF0000000000000ull);
+  return pow2 * std::bit_cast<double>(static_cast<uint64_t>(1023 - kMantissa<F>) << 52);
+}
+
+template <Format F, RowTol T>
+double scalar_tolerance(double want, double abs_sum, double bound_scale) {
+  if constexpr (T == RowTol::kZero) {
+    return 0;
+  } else if constexpr (T == RowTol::kUpstream) {
+    return kUpstreamTol + kUpstreamTol * std::fabs(want);
+  } else {
+    const double e32 = kU * abs_sum * bound_scale + 0x1p-100;
+    return 0.5 * ulp_of(F, std::fabs(want) + e32) + e32;
+  }
+}
+
+template <Format F, RowTol T, int N>
+DCP_SIMD_INLINE bool row_passes_as(const uint8_t* got, const double* want, const double* abs_sum,
+                                   int n, double bound_scale) {
+  using namespace simd;
+  using F64 = vec<double, N>;
+  constexpr int kBytes = F == Format::kFp32 ? 4 : 2;
+  using U64 = vec<uint64_t, N>;
+  U64 bad{};
+  int d = 0;
+  for (; d + N <= n; d += N) {
+    const F64 g = load_got<F, N>(got + static_cast<size_t>(d) * kBytes);
+    const F64 w = load<F64>(want + d);
+    F64 tol;
+    if constexpr (T == RowTol::kZero) {
+      tol = F64{};
+    } else if constexpr (T == RowTol::kUpstream) {
+      tol = kUpstreamTol + kUpstreamTol * simd::fabs(w);
+    } else {
+      const F64 e32 = kU * load<F64>(abs_sum + d) * bound_scale + 0x1p-100;
+      tol = 0.5 * ulp_lanes<F, N>(simd::fabs(w) + e32) + e32;
+    }
+    // Comparisons become integer lanes before they are combined: GCC
+    // scalarises a combination of raw vector comparisons here.
+    bad |= ~(bits<U64>(g == g) & bits<U64>(simd::fabs(g - w) <= tol));
+  }
+  if (any(bad)) return false;
+  for (; d < n; ++d) {
+    const double g = decode(F, read_bits(F, got, static_cast<size_t>(d)));
+    const double tol = scalar_tolerance<F, T>(want[d], abs_sum[d], bound_scale);
+    if (std::isnan(g) || !(std::fabs(g - want[d]) <= tol)) return false;
+  }
+  return true;
+}
+
+template <Format F, int N>
+DCP_SIMD_INLINE bool row_passes_in(RowTol t, const uint8_t* got, const double* want,
+                                   const double* abs_sum, int n, double bound_scale) {
+  switch (t) {
+    case RowTol::kZero:
+      return row_passes_as<F, RowTol::kZero, N>(got, want, abs_sum, n, bound_scale);
+    case RowTol::kStrict:
+      return row_passes_as<F, RowTol::kStrict, N>(got, want, abs_sum, n, bound_scale);
+    case RowTol::kUpstream:
+      return row_passes_as<F, RowTol::kUpstream, N>(got, want, abs_sum, n, bound_scale);
+  }
+  return false;
+}
+
+template <int N>
+DCP_SIMD_INLINE bool row_passes_lanes(Format f, RowTol t, const uint8_t* got, const double* want,
+                                      const double* abs_sum, int n, double bound_scale) {
+  switch (f) {
+    case Format::kFp16:
+      return row_passes_in<Format::kFp16, N>(t, got, want, abs_sum, n, bound_scale);
+    case Format::kBf16:
+      return row_passes_in<Format::kBf16, N>(t, got, want, abs_sum, n, bound_scale);
+    case Format::kFp32:
+      return row_passes_in<Format::kFp32, N>(t, got, want, abs_sum, n, bound_scale);
+  }
+  return false;
+}
+
+DCP_SIMD_DISPATCH(bool, row_passes,
+                  (Format f, RowTol t, const uint8_t* got, const double* want,
+                   const double* abs_sum, int n, double bound_scale),
+                  (f, t, got, want, abs_sum, n, bound_scale))
+
+// ---- fused_row_passes: row_passes without materialising the row ----
+//
+// For the strict profile: the sources' values are generated (generator_lanes.h,
+// the generator's own lanes), combined and tested N elements at a time in
+// registers, never stored. Per element the arithmetic is that of row_values
+// then row_passes: want and abs_sum summed from +0 in source order with one
+// rounding per product and per sum, then the same tolerance and test. A row
+// that fails, or that this cannot take (a source with weight > 0 whose row is
+// not normal, more than kMaxFused sources, a tail of fewer than N elements),
+// is built and judged the ordinary way.
+
+constexpr int kMaxFused = 16;
+
+struct FusedRow {
+  int count = 0;  // sources with weight > 0, in source order
+  uint64_t key[kMaxFused], base[kMaxFused];
+  float scale[kMaxFused];
+  double weight[kMaxFused];
+};
+
+template <Format F, RowTol T, int N>
+DCP_SIMD_INLINE bool fused_row_passes_as(const FusedRow& row, const uint8_t* got, int n,
+                                         double bound_scale) {
+  using namespace simd;
+  using U64 = vec<uint64_t, N>;
+  using F64 = vec<double, N>;
+  using F32 = vec<float, N>;
+  constexpr int kBytes = F == Format::kFp32 ? 4 : 2;
+  if (n % N != 0) return false;
+  U64 z[kMaxFused];
+  F32 scale[kMaxFused];
+  F64 weight[kMaxFused];
+  for (int j = 0; j < row.count; ++j) {
+    z[j] = stream_lanes<N>(row.key[j], row.base[j]);
+    scale[j] = F32{} + row.scale[j];
+    weight[j] = F64{} + row.weight[j];
+  }
+  U64 bad{};
+  for (int d = 0; d < n; d += N) {
+    F64 want{}, abs_sum{};
+    for (int j = 0; j < row.count; ++j) {
+      const F64 x = output_values<F, N>(z[j], scale[j]);
+      want = want + weight[j] * x;
+      if constexpr (T == RowTol::kStrict) abs_sum = abs_sum + weight[j] * simd::fabs(x);
+      z[j] += kGolden * N;
+    }
+    const F64 g = load_got<F, N>(got + static_cast<size_t>(d) * kBytes);
+    F64 tol;
+    if constexpr (T == RowTol::kZero) {
+      tol = F64{};
+    } else {
+      const F64 e32 = kU * abs_sum * bound_scale + 0x1p-100;
+      tol = 0.5 * ulp_lanes<F, N>(simd::fabs(want) + e32) + e32;
+    }
+    bad |= ~(bits<U64>(g == g) & bits<U64>(simd::fabs(g - want) <= tol));
+  }
+  return !any(bad);
+}
+
+template <int N>
+DCP_SIMD_INLINE bool fused_row_passes_lanes(Format f, bool all_masked, const FusedRow& row,
+                                            const uint8_t* got, int n, double bound_scale) {
+  constexpr RowTol kZ = RowTol::kZero, kS = RowTol::kStrict;
+  switch (f) {
+    case Format::kFp16:
+      return all_masked ? fused_row_passes_as<Format::kFp16, kZ, N>(row, got, n, bound_scale)
+                        : fused_row_passes_as<Format::kFp16, kS, N>(row, got, n, bound_scale);
+    case Format::kBf16:
+      return all_masked ? fused_row_passes_as<Format::kBf16, kZ, N>(row, got, n, bound_scale)
+                        : fused_row_passes_as<Format::kBf16, kS, N>(row, got, n, bound_scale);
+    case Format::kFp32:
+      return all_masked ? fused_row_passes_as<Format::kFp32, kZ, N>(row, got, n, bound_scale)
+                        : fused_row_passes_as<Format::kFp32, kS, N>(row, got, n, bound_scale);
+  }
+  return false;
+}
+
+DCP_SIMD_DISPATCH(bool, fused_row_passes,
+                  (Format f, bool all_masked, const FusedRow& row, const uint8_t* got, int n,
+                   double bound_scale),
+                  (f, all_masked, row, got, n, bound_scale))
+
+// The fused row's sources, or false when the row must be built instead.
+bool fused_sources(const Case& c, const OpGenerator& gen, int token, int head,
+                   const CombineWeights& w, FusedRow& row) {
+  row.count = 0;
+  if (w.all_masked) return true;  // no source is read: want is 0
+  for (int s = 0; s < c.dcp_size; ++s) {
+    const double ws = w.weight[static_cast<size_t>(s)];
+    if (ws == 0) continue;
+    const RowStream r = gen.row_stream(s, token, head);
+    if (!r.normal || row.count == kMaxFused) return false;
+    row.key[row.count] = r.key;
+    row.base[row.count] = r.base;
+    row.scale[row.count] = r.scale;
+    row.weight[row.count] = ws;
+    ++row.count;
+  }
+  return true;
 }
 
 // Best explanation of a wrong value: a raw partial, the combine with one
@@ -161,6 +427,90 @@ double element_tolerance(DType out, double want, int num_sources, double abs_sum
   return 0.5 * ulp_of(format_of(out), std::fabs(want) + e32) + e32;
 }
 
+namespace {
+
+// Rows [begin, end) of the call (row = token * H + h). Counts go to a local
+// CallCheck, not to the caller's array of them: chunks' counters side by side
+// would share cache lines between threads.
+CallCheck check_rows(const Case& c, const OpGenerator& gen, int group_rank, int global_rank,
+                     int op_idx, const std::vector<uint8_t>& got, const CheckProfile& profile,
+                     int max_reported, int64_t begin, int64_t end) {
+  CallCheck out;
+  const Format f = format_of(c.out_dtype);
+  const int h_count = c.geometry.heads_per_rank, d_count = c.geometry.head_dim;
+  const auto elem_bytes = static_cast<size_t>(format_bytes(f));
+  RowReference r;
+  FusedRow fused;
+  for (int64_t row = begin; row < end; ++row) {
+    const int t = static_cast<int>(row / h_count), h = static_cast<int>(row % h_count);
+    const int head = group_rank * h_count + h;  // this rank owns heads [r*H, (r+1)*H)
+    const size_t base = (static_cast<size_t>(t) * h_count + h) * d_count;
+    const uint8_t* got_row = got.data() + base * elem_bytes;
+    row_weights(c, gen, t, head, r);
+    const double bound_scale = 4.0 * c.dcp_size + 16 + 9 * r.weights.lse_magnitude;
+    bool judged = false;  // a fused test already failed: some element is wrong
+    if (!profile.upstream && fused_sources(c, gen, t, head, r.weights, fused)) {
+      if (fused_row_passes(f, r.weights.all_masked, fused, got_row, d_count, bound_scale)) {
+        out.num_checked += d_count;
+        continue;
+      }
+      judged = true;
+    }
+    row_values(c, gen, t, head, profile.upstream, r);
+    const RowTol mode = r.weights.all_masked ? RowTol::kZero
+                        : profile.upstream   ? RowTol::kUpstream
+                                             : RowTol::kStrict;
+    if (!judged && row_passes(f, mode, got_row,
+                              profile.upstream ? r.want32_wide.data() : r.want.data(),
+                              r.abs_sum.data(), d_count, bound_scale)) {
+      out.num_checked += d_count;
+      continue;
+    }
+    for (int d = 0; d < d_count; ++d) {
+      const auto di = static_cast<size_t>(d);
+      const uint32_t bits = read_bits(f, got.data(), base + di);
+      const double g = decode(f, bits);
+      const double want = profile.upstream ? r.want32[di] : r.want[di];
+      double tol;
+      if (r.weights.all_masked) {
+        tol = 0;  // exactly zero; +0 and -0 both compare equal to 0
+      } else if (profile.upstream) {
+        tol = kUpstreamTol + kUpstreamTol * std::fabs(want);
+      } else {
+        tol = element_tolerance(c.out_dtype, want, c.dcp_size, r.abs_sum[di],
+                                r.weights.lse_magnitude);
+      }
+      ++out.num_checked;
+      const bool is_nan = std::isnan(g);
+      if (!is_nan && std::fabs(g - want) <= tol) continue;
+      ++out.num_mismatches;
+      if (is_nan) ++out.num_nan;
+      if (static_cast<int>(out.first_mismatches.size()) >= max_reported) continue;
+      const double ulp = ulp_of(f, want);
+      Mismatch m;
+      m.rank = global_rank;
+      m.op_idx = op_idx;
+      m.token = t;
+      m.head = h;
+      m.dim = d;
+      m.got = g;
+      m.want = want;
+      m.err_ulps = is_nan ? std::numeric_limits<double>::infinity() : std::fabs(g - want) / ulp;
+      m.tolerance_ulps = tol / ulp;
+      m.likely_source = likely_source(c, gen, t, head, d, r, bits, g, want, tol);
+      out.first_mismatches.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int checker_threads(int ranks_per_host, int override_threads) {
+  if (override_threads > 0) return override_threads;
+  return std::max(1, available_cpus() / std::max(1, ranks_per_host));
+}
+
 CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int global_rank,
                             int op_idx, const std::vector<uint8_t>& got,
                             const CheckProfile& profile, int max_reported) {
@@ -173,47 +523,30 @@ CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int gl
             global_rank, got.size(), expected, c.num_tokens, h_count, d_count,
             to_string(c.out_dtype));
   const OpGenerator gen(c, group_idx, op_idx);
-  CallCheck out;
-  RowReference r;
-  for (int t = 0; t < c.num_tokens; ++t) {
-    for (int h = 0; h < h_count; ++h) {
-      const int head = group_rank * h_count + h;  // this rank owns heads [r*H, (r+1)*H)
-      build_row(c, gen, t, head, profile.upstream, r);
-      const size_t base = (static_cast<size_t>(t) * h_count + h) * d_count;
-      for (int d = 0; d < d_count; ++d) {
-        const auto di = static_cast<size_t>(d);
-        const uint32_t bits = read_bits(f, got.data(), base + di);
-        const double g = decode(f, bits);
-        const double want = profile.upstream ? r.want32[di] : r.want[di];
-        double tol;
-        if (r.weights.all_masked) {
-          tol = 0;  // exactly zero; +0 and -0 both compare equal to 0
-        } else if (profile.upstream) {
-          tol = kUpstreamTol + kUpstreamTol * std::fabs(want);
-        } else {
-          tol = element_tolerance(c.out_dtype, want, c.dcp_size, r.abs_sum[di],
-                                  r.weights.lse_magnitude);
-        }
-        ++out.num_checked;
-        const bool is_nan = std::isnan(g);
-        if (!is_nan && std::fabs(g - want) <= tol) continue;
-        ++out.num_mismatches;
-        if (is_nan) ++out.num_nan;
-        if (static_cast<int>(out.first_mismatches.size()) >= max_reported) continue;
-        const double ulp = ulp_of(f, want);
-        Mismatch m;
-        m.rank = global_rank;
-        m.op_idx = op_idx;
-        m.token = t;
-        m.head = h;
-        m.dim = d;
-        m.got = g;
-        m.want = want;
-        m.err_ulps = is_nan ? std::numeric_limits<double>::infinity() : std::fabs(g - want) / ulp;
-        m.tolerance_ulps = tol / ulp;
-        m.likely_source = likely_source(c, gen, t, head, d, r, bits, g, want, tol);
-        out.first_mismatches.push_back(std::move(m));
-      }
+  const int64_t rows = static_cast<int64_t>(c.num_tokens) * h_count;
+  const int threads = std::max(1, profile.num_threads);
+  // A few chunks per thread, so that a chunk slowed by mismatches (explained
+  // one by one) does not hold the others up; at least 8 rows each.
+  const int chunks =
+      threads == 1 ? 1 : static_cast<int>(std::clamp<int64_t>(rows / 8, 1, 4 * threads));
+  std::vector<CallCheck> parts(static_cast<size_t>(chunks));
+  const ThreadPool::Body body = [&](int chunk, int64_t begin, int64_t end) {
+    parts[static_cast<size_t>(chunk)] =
+        check_rows(c, gen, group_rank, global_rank, op_idx, got, profile, max_reported, begin, end);
+  };
+  if (chunks == 1) {
+    body(0, 0, rows);
+  } else {
+    ThreadPool::shared(threads).parallel_for(rows, chunks, body);
+  }
+  CallCheck out = std::move(parts[0]);
+  for (size_t i = 1; i < parts.size(); ++i) {
+    out.num_checked += parts[i].num_checked;
+    out.num_mismatches += parts[i].num_mismatches;
+    out.num_nan += parts[i].num_nan;
+    for (Mismatch& m : parts[i].first_mismatches) {
+      if (static_cast<int>(out.first_mismatches.size()) >= max_reported) break;
+      out.first_mismatches.push_back(std::move(m));
     }
   }
   return out;

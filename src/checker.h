@@ -15,6 +15,11 @@ namespace dcp {
 
 struct CheckProfile {
   bool upstream = false;  // rtol = atol = 3e-2 against an fp32 reference (selftest column)
+  // Threads that check one call's rows (the caller's included): 1 checks on
+  // the calling thread alone; N > 1 uses the process's shared pool of N
+  // (ThreadPool::shared). Results are identical for every N. A rank sets it
+  // to checker_threads(ranks on its host).
+  int num_threads = 1;
 };
 
 struct CallCheck {
@@ -28,6 +33,11 @@ struct CallCheck {
 CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int global_rank,
                             int op_idx, const std::vector<uint8_t>& got,
                             const CheckProfile& profile = {}, int max_reported = 8);
+
+// Threads one rank should check with when `ranks_per_host` ranks check at
+// the same time on this host: max(1, available_cpus() / ranks_per_host), or
+// `override_threads` when it is > 0.
+int checker_threads(int ranks_per_host, int override_threads = 0);
 
 // The per-element bound documented in checker.cpp (additive: exposed so tests
 // and reports can show it). abs_sum = sum_s w_s |x_s|; lse_magnitude = max over

@@ -4,12 +4,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
+#include "combine_reference.h"
 #include "errors.h"
 #include "generator.h"
 #include "geometry.h"
+#include "mix.h"
 #include "numeric.h"
+#include "random_case.h"
+#include "simd.h"
+#include "thread_pool.h"
 
 namespace dcp {
 namespace {
@@ -259,6 +265,221 @@ TEST_CASE("a wrong-sized output is a harness error") {
       make(2, DType::kBf16, DType::kFp32, LseBase::kE, EmptyPattern::kNone, SpecialLse::kNone);
   std::vector<uint8_t> got(10);
   CHECK_THROWS_AS(check_call_output(c, 0, 0, 0, 0, got), HarnessError);
+}
+
+bool same_double(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// Every field, bit for bit (NaN got values included).
+void check_same(const CallCheck& a, const CallCheck& b) {
+  CHECK(a.num_checked == b.num_checked);
+  CHECK(a.num_mismatches == b.num_mismatches);
+  CHECK(a.num_nan == b.num_nan);
+  REQUIRE(a.first_mismatches.size() == b.first_mismatches.size());
+  for (size_t i = 0; i < a.first_mismatches.size(); ++i) {
+    const Mismatch &x = a.first_mismatches[i], &y = b.first_mismatches[i];
+    CAPTURE(i);
+    CHECK(x.rank == y.rank);
+    CHECK(x.op_idx == y.op_idx);
+    CHECK(x.token == y.token);
+    CHECK(x.head == y.head);
+    CHECK(x.dim == y.dim);
+    CHECK(same_double(x.got, y.got));
+    CHECK(same_double(x.want, y.want));
+    CHECK(same_double(x.err_ulps, y.err_ulps));
+    CHECK(same_double(x.tolerance_ulps, y.tolerance_ulps));
+    CHECK(x.likely_source == y.likely_source);
+  }
+}
+
+struct ForcedLevel {
+  explicit ForcedLevel(simd::Level l) { simd::force_level(l); }
+  ~ForcedLevel() { simd::clear_forced_level(); }
+};
+
+TEST_CASE("every thread count and SIMD level gives the 1-thread result, wrong and NaN outputs too") {
+  int64_t mismatches = 0, named = 0, reported = 0;
+  for (uint64_t i = 0; i < 12; ++i) {
+    const char* geo = i % 3 == 2 ? "kimi-k3" : "tiny";
+    Case c = random_case(0xc4ec, i, 8, *find_geometry(geo));
+    c.num_tokens = std::min(c.num_tokens, 24);
+    CAPTURE(format_case_id(c));
+    const int gi = static_cast<int>(i % 2), gr = static_cast<int>(i % c.dcp_size),
+              op = static_cast<int>(i % 3);
+    const Format f = format_of(c.out_dtype);
+    const OpGenerator gen(c, gi, op);
+    const auto good = fp32_kernel(c, gi, gr, op);
+    const size_t n = good.size() / static_cast<size_t>(format_bytes(f));
+    const int hc = c.geometry.heads_per_rank, dc = c.geometry.head_dim;
+    Rng rng(hash_all(0x7e57, i));
+    for (int variant = 0; variant < 4; ++variant) {
+      auto got = good;
+      // 0: correct; 1: a few planted wrong values; 2: many, NaN among them;
+      // 3: every element unwritten.
+      const int plants = variant == 0 ? 0 : variant == 1 ? 5 : 300;
+      for (int k = 0; k < plants; ++k) {
+        const size_t e = static_cast<size_t>(rng.next() % n);
+        const uint32_t b = read_bits(f, got.data(), e);
+        switch (rng.below(6)) {
+          case 0:
+            write_bits(f, got.data(), e, b + static_cast<uint32_t>(rng.between(1, 3)));
+            break;
+          case 1:
+            write_bits(f, got.data(), e, quiet_nan_bits(f));
+            break;
+          case 2:
+            write_bits(f, got.data(), e, all_ones_bits(f));
+            break;
+          case 3:
+            write_bits(f, got.data(), e, 0);
+            break;
+          case 4: {  // a raw partial: "source s's partial, unweighted"
+            const int t = static_cast<int>(e / static_cast<size_t>(hc * dc));
+            const int h = static_cast<int>(e / static_cast<size_t>(dc) % static_cast<size_t>(hc));
+            const double v = gen.output_value(rng.below(c.dcp_size), t, gr * hc + h,
+                                              static_cast<int>(e % static_cast<size_t>(dc)));
+            if (std::isfinite(v)) write_value(f, got.data(), e, v);
+            break;
+          }
+          default:
+            write_value(f, got.data(), e, read_value(f, got.data(), e) * 1.5 + 0.01);
+            break;
+        }
+      }
+      if (variant == 3) std::fill(got.begin(), got.end(), uint8_t{0xFF});
+      for (bool upstream : {false, true}) {
+        for (int max_reported : {8, 3}) {
+          CAPTURE(variant);
+          CAPTURE(upstream);
+          CheckProfile serial;
+          serial.upstream = upstream;
+          const CallCheck want = check_call_output(c, gi, gr, gr + 8, op, got, serial, max_reported);
+          if (variant > 0) CHECK(want.num_mismatches > 0);
+          mismatches += want.num_mismatches;
+          reported += static_cast<int64_t>(want.first_mismatches.size());
+          for (const Mismatch& m : want.first_mismatches) named += !m.likely_source.empty();
+          for (simd::Level level : {simd::Level::kV4, simd::Level::kV3, simd::Level::kBaseline}) {
+            const ForcedLevel forced(level);
+            for (int threads : {1, 2, 3, 4, 7}) {
+              CAPTURE(static_cast<int>(simd::level()));
+              CAPTURE(threads);
+              CheckProfile p = serial;
+              p.num_threads = threads;
+              check_same(check_call_output(c, gi, gr, gr + 8, op, got, p, max_reported), want);
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(mismatches > 10'000);
+  CHECK(reported > 100);
+  CHECK(named > 10);  // likely sources were compared, not just empty strings
+}
+
+// A plain element-by-element check, independent of check_call_output's rows,
+// lanes and threads: every source value from the per-value formula
+// (output_value), the scalar combine_row, element_tolerance per element.
+CallCheck plain_check(const Case& c, int gi, int gr, int global_rank, int op,
+                      const std::vector<uint8_t>& got, bool upstream) {
+  const OpGenerator gen(c, gi, op);
+  const Format f = format_of(c.out_dtype);
+  const int w = c.dcp_size, hc = c.geometry.heads_per_rank, dc = c.geometry.head_dim;
+  const LogBase base = c.lse_base == LseBase::kE ? LogBase::kE : LogBase::k2;
+  CallCheck out;
+  std::vector<std::vector<double>> x(static_cast<size_t>(w), std::vector<double>(dc));
+  std::vector<const double*> ptrs(static_cast<size_t>(w));
+  std::vector<SourceLse> lse(static_cast<size_t>(w));
+  std::vector<float> want32(static_cast<size_t>(dc));
+  for (int t = 0; t < c.num_tokens; ++t) {
+    for (int h = 0; h < hc; ++h) {
+      const int head = gr * hc + h;
+      for (int s = 0; s < w; ++s) {
+        const auto si = static_cast<size_t>(s);
+        lse[si] = {gen.lse_value(s, t, head), gen.row_masked(s, t)};
+        for (int d = 0; d < dc; ++d) x[si][static_cast<size_t>(d)] = gen.output_value(s, t, head, d);
+        ptrs[si] = x[si].data();
+      }
+      const CombineRow row = combine_row(lse, base, ptrs, dc);
+      if (upstream) combine_row_fp32(lse, base, ptrs, dc, want32.data());
+      for (int d = 0; d < dc; ++d) {
+        const auto di = static_cast<size_t>(d);
+        const double g = read_value(f, got.data(), (static_cast<size_t>(t) * hc + h) * dc + di);
+        const double want = upstream ? want32[di] : row.out[di];
+        volatile double upstream_rel = 3e-2 * std::fabs(want);  // never fused into an FMA
+        const double tol = row.weights.all_masked ? 0
+                           : upstream ? 3e-2 + upstream_rel
+                                      : element_tolerance(c.out_dtype, want, w, row.abs_sum[di],
+                                                          row.weights.lse_magnitude);
+        ++out.num_checked;
+        if (!std::isnan(g) && std::fabs(g - want) <= tol) continue;
+        ++out.num_mismatches;
+        out.num_nan += std::isnan(g);
+        if (out.first_mismatches.size() < 8) {
+          Mismatch m;
+          m.token = t;
+          m.head = h;
+          m.dim = d;
+          m.got = g;
+          m.want = want;
+          m.tolerance_ulps = tol / ulp_of(f, want);
+          out.first_mismatches.push_back(m);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST_CASE("the checker agrees with a plain element-by-element check") {
+  int64_t mismatches = 0;
+  for (uint64_t i = 0; i < 16; ++i) {
+    Case c = random_case(0x9a1f, i, 8, *find_geometry("tiny"));
+    CAPTURE(format_case_id(c));
+    const int gi = static_cast<int>(i % 2), gr = static_cast<int>(i % c.dcp_size), op = 1;
+    const Format f = format_of(c.out_dtype);
+    auto got = fp32_kernel(c, gi, gr, op, i % 4 == 3 ? 0 : -1);  // some drop source 0
+    Rng rng(hash_all(0x9a1f, i));
+    for (int k = 0; k < 6; ++k) {  // ulps off, NaN, zero
+      const size_t e = static_cast<size_t>(rng.next() % (got.size() / 2));
+      const uint32_t b = read_bits(f, got.data(), e);
+      write_bits(f, got.data(), e, k % 3 == 0 ? b + 1 : k % 3 == 1 ? quiet_nan_bits(f) : 0u);
+    }
+    for (bool upstream : {false, true}) {
+      CAPTURE(upstream);
+      const CallCheck want = plain_check(c, gi, gr, gr, op, got, upstream);
+      for (int threads : {1, 3}) {
+        CheckProfile p;
+        p.upstream = upstream;
+        p.num_threads = threads;
+        const CallCheck r = check_call_output(c, gi, gr, gr, op, got, p);
+        CHECK(r.num_checked == want.num_checked);
+        CHECK(r.num_mismatches == want.num_mismatches);
+        CHECK(r.num_nan == want.num_nan);
+        REQUIRE(r.first_mismatches.size() == want.first_mismatches.size());
+        for (size_t k = 0; k < r.first_mismatches.size(); ++k) {
+          const Mismatch &a = r.first_mismatches[k], &b = want.first_mismatches[k];
+          CHECK(a.token == b.token);
+          CHECK(a.head == b.head);
+          CHECK(a.dim == b.dim);
+          CHECK(same_double(a.got, b.got));
+          CHECK(same_double(a.want, b.want));
+          CHECK(same_double(a.tolerance_ulps, b.tolerance_ulps));
+        }
+      }
+      mismatches += want.num_mismatches;
+    }
+  }
+  CHECK(mismatches > 100);
+}
+
+TEST_CASE("checker_threads: the CPUs shared by the ranks of a host, or the override") {
+  const int cpus = available_cpus();
+  CHECK(checker_threads(1) == cpus);
+  CHECK(checker_threads(4) == std::max(1, cpus / 4));
+  CHECK(checker_threads(cpus + 1) == 1);
+  CHECK(checker_threads(0) == cpus);
+  CHECK(checker_threads(4, 3) == 3);
+  CHECK(checker_threads(64, 16) == 16);
 }
 
 TEST_CASE("results travel as JSON, NaN and infinities included") {

@@ -35,7 +35,7 @@ struct RankCaseResult {
   int64_t num_mismatches = 0;  // includes NaNs
   int64_t num_nan = 0;
   std::vector<Mismatch> first_mismatches;  // up to 8
-  uint64_t output_hash = 0;    // FNV-1a over every output byte of every call
+  uint64_t output_hash = 0;    // 64-bit word-wise hash over every output byte of every call
   double elapsed_ms = 0;
   std::string error;           // non-empty when the case could not complete
   std::string error_kind;      // "", "kernel", "harness"

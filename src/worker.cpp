@@ -225,6 +225,7 @@ RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::s
       fmt::format("case{}{}-g{}x{}", case_index, pass, c.dcp_size, args_.rank / c.dcp_size);
   CaseRunContext ctx;
   ctx.profile = config_.session.profile;
+  ctx.profile.num_threads = checker_threads(args_.world);  // every rank of the run shares this host
   ctx.fault = config_.session.fault;
   ctx.case_index = case_index;
   ctx.outputs = outputs;
@@ -311,6 +312,7 @@ nlohmann::json Worker::run_bench(const nlohmann::json& request) {
   hooks.rank = args_.rank;
   hooks.rendezvous = rendezvous_.get();
   hooks.context.profile = config_.session.profile;
+  hooks.context.profile.num_threads = checker_threads(args_.world);
   const int index = request.value("index", -1);
   hooks.context.case_index = index;
   hooks.context.progress = [this, index](int op) {
