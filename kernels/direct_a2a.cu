@@ -106,8 +106,8 @@ __device__ __forceinline__ bool flag_accepted(uint32_t flag, uint32_t epoch, int
 // ------------------------------------------------------------------ dispatch
 
 template <ElemType kLse, bool kWithMutants>
-__global__ void __launch_bounds__(256) direct_dispatch_kernel(const DirectA2AParams p,
-                                                                int mutant_id) {
+__global__ void __launch_bounds__(256)
+    direct_dispatch_kernel(const DirectA2AParams p, int mutant_id) {
   const int mutant = active_mutant<kWithMutants>(mutant_id);
   DirectSlotState* st = slot_state(p, mutant);
   const bool relaxed = mutant == kMutantRelaxedOrdering;
@@ -234,8 +234,8 @@ __device__ void wait_for_sources(const DirectA2AParams& p, DirectSlotState* st, 
 }
 
 template <ElemType kOut, bool kWithMutants>
-__global__ void __launch_bounds__(kCombineThreads) direct_combine_kernel(const DirectA2AParams p,
-                                                                           int mutant_id) {
+__global__ void __launch_bounds__(kCombineThreads)
+    direct_combine_kernel(const DirectA2AParams p, int mutant_id) {
   const int mutant = active_mutant<kWithMutants>(mutant_id);
   DirectSlotState* st = slot_state(p, mutant);
   const uint32_t epoch = load_volatile(&st->epoch);

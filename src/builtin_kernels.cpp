@@ -1,12 +1,12 @@
 #include "builtin_kernels.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "direct_a2a.h"
 #include "errors.h"
@@ -25,7 +25,9 @@ dcpStatus_t fail(std::string* where, dcpStatus_t status, std::string message) {
 }
 
 ElemType elem_of(int32_t d) {
-  return d == DCP_DTYPE_FP16 ? ElemType::kFp16 : d == DCP_DTYPE_BF16 ? ElemType::kBf16 : ElemType::kFp32;
+  return d == DCP_DTYPE_FP16   ? ElemType::kFp16
+         : d == DCP_DTYPE_BF16 ? ElemType::kBf16
+                               : ElemType::kFp32;
 }
 
 const dcpRegion_v1* find_region(const dcpRegion_v1* regions, int32_t n, const char* name) {
@@ -129,7 +131,8 @@ dcpStatus_t direct_call(void* context, const dcpCallArgs_v1* a) {
   p.group_rank = ctx->group_rank;
   p.slot = a->slot;
   if (a->slot < 0 || a->slot >= kMaxSlots) {
-    return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT, fmt::format("slot {} out of range", a->slot));
+    return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT,
+                fmt::format("slot {} out of range", a->slot));
   }
   for (int i = 0; i < l.dcp_size; ++i) {
     p.members[i] = ctx->members[i];
@@ -149,8 +152,9 @@ dcpStatus_t direct_call(void* context, const dcpCallArgs_v1* a) {
     return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT, "direct: " + why);
   }
   const auto stream = static_cast<cudaStream_t>(a->stream);
-  const cudaError_t err = ctx->mutant != kMutantNone ? launch_direct_a2a_mutant(p, ctx->mutant, stream)
-                                                     : launch_direct_a2a(p, stream);
+  const cudaError_t err = ctx->mutant != kMutantNone
+                              ? launch_direct_a2a_mutant(p, ctx->mutant, stream)
+                              : launch_direct_a2a(p, stream);
   if (err != cudaSuccess) {
     return fail(&ctx->error, DCP_STATUS_CUDA_ERROR,
                 fmt::format("direct: launch failed: {} ({})", cudaGetErrorName(err),
@@ -162,7 +166,8 @@ dcpStatus_t direct_call(void* context, const dcpCallArgs_v1* a) {
 dcpStatus_t direct_set_epoch(void* context, int32_t slot, uint64_t epoch, void* stream) {
   auto* ctx = static_cast<DirectContext*>(context);
   if (slot < 0 || slot >= kMaxSlots) {
-    return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT, fmt::format("slot {} out of range", slot));
+    return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT,
+                fmt::format("slot {} out of range", slot));
   }
   const cudaError_t err =
       reset_direct_slot(ctx->workspace[ctx->group_rank], ctx->layout, ctx->states, slot,
@@ -217,7 +222,8 @@ dcpStatus_t stock_init(const dcpGroupConfig_v1* c, const dcpRegion_v1*, int32_t,
 dcpStatus_t stock_call(void* context, const dcpCallArgs_v1* a) {
   auto* ctx = static_cast<StockContext*>(context);
   if (a->slot < 0 || a->slot >= static_cast<int>(ctx->slots.size())) {
-    return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT, fmt::format("slot {} out of range", a->slot));
+    return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT,
+                fmt::format("slot {} out of range", a->slot));
   }
   try {
     StockPackParams pack;
@@ -283,8 +289,8 @@ dcpKernelPlugin_v1_t builtin_table(const char* name) {
 dcpKernelPlugin_v1_t make_direct() {
   dcpKernelPlugin_v1_t t = builtin_table("direct");
   t.epoch_kind = DCP_EPOCH_U32;
-  t.capabilities = DCP_CAP_GRAPH_SAFE | DCP_CAP_MASKS_EMPTY_KV | DCP_CAP_TIMEOUT_HINT |
-                   DCP_CAP_WAIT_STATUS;
+  t.capabilities =
+      DCP_CAP_GRAPH_SAFE | DCP_CAP_MASKS_EMPTY_KV | DCP_CAP_TIMEOUT_HINT | DCP_CAP_WAIT_STATUS;
   t.mutants = kDirectMutants.data();
   t.num_mutants = static_cast<int32_t>(kDirectMutants.size());
   t.get_workspace = direct_get_workspace;

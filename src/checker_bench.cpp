@@ -43,8 +43,8 @@ std::vector<uint8_t> reference_output(const Case& c, int group_idx, int group_ra
         gen.output_row(s, t, head, x[static_cast<size_t>(s)].data());
         ptrs[static_cast<size_t>(s)] = x[static_cast<size_t>(s)].data();
       }
-      const CombineRow row = combine_row(
-          lse, c.lse_base == LseBase::kE ? LogBase::kE : LogBase::k2, ptrs, dc);
+      const CombineRow row =
+          combine_row(lse, c.lse_base == LseBase::kE ? LogBase::kE : LogBase::k2, ptrs, dc);
       for (int d = 0; d < dc; ++d) {
         write_value(f, out.data(), (static_cast<size_t>(t) * hc + h) * dc + d,
                     row.out[static_cast<size_t>(d)]);
@@ -132,10 +132,10 @@ int main(int argc, char** argv) {
     std::sort(ms.begin(), ms.end());
     const double median = ms[ms.size() / 2];
     if (base_median == 0) base_median = median;
-    const bool same = !have_first || (r.num_checked == first.num_checked &&
-                                      r.num_mismatches == first.num_mismatches &&
-                                      r.num_nan == first.num_nan &&
-                                      r.first_mismatches.size() == first.first_mismatches.size());
+    const bool same =
+        !have_first ||
+        (r.num_checked == first.num_checked && r.num_mismatches == first.num_mismatches &&
+         r.num_nan == first.num_nan && r.first_mismatches.size() == first.first_mismatches.size());
     if (!have_first) {
       first = r;
       have_first = true;

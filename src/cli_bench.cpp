@@ -60,8 +60,10 @@ ValidBench validate_bench_options(const BenchOptions& o) {
   session.impl.clear();  // workspaces built at start-up; bench picks impls per point
   v.config = make_session_config(session, ReportOptions{}, o.world, g);
   if (!v.config.kernel.has(DCP_CAP_GRAPH_SAFE)) {
-    throw UsageError(fmt::format("bench times CUDA graphs of K ops, but kernel '{}' does not declare "
-                                 "graph-safe", v.config.kernel.name));
+    throw UsageError(
+        fmt::format("bench times CUDA graphs of K ops, but kernel '{}' does not declare "
+                    "graph-safe",
+                    v.config.kernel.name));
   }
   v.impl_flag = o.session.impl;
   v.spec.tokens = parse_bench_tokens(o.tokens, g.max_tokens);

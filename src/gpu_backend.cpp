@@ -76,7 +76,7 @@ struct MappedRegion {
   std::unique_ptr<SymmetricBuffer> symmetric;  // payload / control
   DeviceBuffer local;                          // local kind
   std::vector<void*> peers;
-  DeviceBuffer peer_table;                     // int64 [W]
+  DeviceBuffer peer_table;  // int64 [W]
 };
 
 struct SlotGraph {
@@ -144,7 +144,8 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
             "group of {} ranks lists {} members", cfg_.dcp_size, cfg_.members.size());
   const Geometry& g = cfg_.geometry;
   DCP_CHECK(g.max_tokens >= 1 && g.heads_per_rank >= 1 && g.head_dim >= 8 && g.head_dim % 8 == 0,
-            UsageError, "geometry H={} D={} max_tokens={} is not supported (D must be a multiple of 8)",
+            UsageError,
+            "geometry H={} D={} max_tokens={} is not supported (D must be a multiple of 8)",
             g.heads_per_rank, g.head_dim, g.max_tokens);
   CUDA_CHECK(rank, HarnessError, cudaSetDevice(cfg_.device));
   for (Stream& s : streams_) s.create(rank);
@@ -316,7 +317,8 @@ void GpuBackend::begin_case(const Case& c) {
   }
   if (c.epoch_start.has_value()) {
     for (int slot = 0; slot < instance_->config().num_slots; ++slot) {
-      instance_->set_epoch(slot, kernel_epoch(instance_->info(), *c.epoch_start), streams_[0].get());
+      instance_->set_epoch(slot, kernel_epoch(instance_->info(), *c.epoch_start),
+                           streams_[0].get());
     }
   }
   sync_all();

@@ -87,8 +87,9 @@ HostPluginBackend::HostPluginBackend(const BackendConfig& config, Rendezvous& re
   segments_.resize(W);
   if (segment_bytes > 0) {
     const std::string tag = group.key + "/segment";
-    const std::string mine = host_segment_name(config_.run_id, W, config_.group_idx,
-                                               config_.global_rank) + kPluginSegmentSuffix;
+    const std::string mine =
+        host_segment_name(config_.run_id, W, config_.group_idx, config_.global_rank) +
+        kPluginSegmentSuffix;
     segments_[me] = std::make_unique<Segment>(mine, segment_bytes, /*create=*/true);  // zeroed
     const auto names = rendezvous.allgather(tag + "-created", config_.members, mine);
     for (int i = 0; i < W; ++i) {
@@ -111,7 +112,8 @@ HostPluginBackend::HostPluginBackend(const BackendConfig& config, Rendezvous& re
     } else {
       for (int i = 0; i < W; ++i) r.peers[i] = segments_[i]->base() + r.offset;
     }
-    if (q.init == DCP_REGION_INIT_FILL) std::memset(r.peers[me], static_cast<int>(q.fill_byte), q.bytes);
+    if (q.init == DCP_REGION_INIT_FILL)
+      std::memset(r.peers[me], static_cast<int>(q.fill_byte), q.bytes);
     r.peer_table.assign(W, 0);
     for (int i = 0; i < W; ++i) r.peer_table[i] = reinterpret_cast<int64_t>(r.peers[i]);
     dcpRegion_v1 m{};

@@ -1,9 +1,9 @@
 #include "kernel_instance.h"
 
-#include <cstring>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <cstring>
 
 #include "errors.h"
 #include "plugin_services.h"
@@ -30,7 +30,8 @@ class InKernel {
 std::string request_summary(const std::vector<dcpRegionRequest_v1>& rs) {
   std::string s;
   for (const auto& r : rs) {
-    s += fmt::format("{}:{}:{}:{}:{}:{};", r.name, r.bytes, r.alignment, r.kind, r.init, r.fill_byte);
+    s += fmt::format("{}:{}:{}:{}:{}:{};", r.name, r.bytes, r.alignment, r.kind, r.init,
+                     r.fill_byte);
   }
   return s;
 }
@@ -39,11 +40,16 @@ std::string request_summary(const std::vector<dcpRegionRequest_v1>& rs) {
 
 std::string_view status_name(dcpStatus_t s) {
   switch (s) {
-    case DCP_STATUS_OK: return "OK";
-    case DCP_STATUS_UNSUPPORTED: return "UNSUPPORTED";
-    case DCP_STATUS_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case DCP_STATUS_CUDA_ERROR: return "CUDA_ERROR";
-    case DCP_STATUS_INTERNAL: return "INTERNAL";
+    case DCP_STATUS_OK:
+      return "OK";
+    case DCP_STATUS_UNSUPPORTED:
+      return "UNSUPPORTED";
+    case DCP_STATUS_INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case DCP_STATUS_CUDA_ERROR:
+      return "CUDA_ERROR";
+    case DCP_STATUS_INTERNAL:
+      return "INTERNAL";
   }
   return "an unknown status";
 }
@@ -96,9 +102,10 @@ std::vector<dcpRegionRequest_v1> KernelInstance::query_workspace(Rendezvous& ren
   }
   const std::string who = fmt::format("--kernel {}", info().spec);
   if (st != DCP_STATUS_OK) {
-    throw UsageError(fmt::format("{}: get_workspace for DCP{} H={} D={} max_tokens={} returned {}: {}",
-                                 who, config_.group_size, config_.heads_per_rank, config_.head_dim,
-                                 config_.max_tokens, status_name(st), last_error()));
+    throw UsageError(
+        fmt::format("{}: get_workspace for DCP{} H={} D={} max_tokens={} returned {}: {}", who,
+                    config_.group_size, config_.heads_per_rank, config_.head_dim,
+                    config_.max_tokens, status_name(st), last_error()));
   }
   if (const std::string why = validate_region_requests(requests.data(), n); !why.empty()) {
     throw UsageError(fmt::format("{}: {}", who, why));
@@ -108,9 +115,10 @@ std::vector<dcpRegionRequest_v1> KernelInstance::query_workspace(Rendezvous& ren
       rendezvous.allgather(group_.key + "/regions", group_.members, request_summary(requests));
   for (size_t i = 0; i < all.size(); ++i) {
     if (all[i] != all[0]) {
-      throw UsageError(fmt::format("{}: ranks disagree on the workspace (rank {} asks for '{}', "
-                                   "rank {} for '{}')",
-                                   who, group_.members[0], all[0], group_.members[i], all[i]));
+      throw UsageError(
+          fmt::format("{}: ranks disagree on the workspace (rank {} asks for '{}', "
+                      "rank {} for '{}')",
+                      who, group_.members[0], all[0], group_.members[i], all[i]));
     }
   }
   return requests;
@@ -119,7 +127,8 @@ std::vector<dcpRegionRequest_v1> KernelInstance::query_workspace(Rendezvous& ren
 void KernelInstance::init(const std::vector<dcpRegion_v1>& regions, Rendezvous& rendezvous) {
   GroupInit group_init(rendezvous, group_.key, group_.members, group_.group_rank,
                        [this](int level, const std::string& msg) {
-                         // Warnings and errors reach the terminal; the rest only with debug logging.
+                         // Warnings and errors reach the terminal; the rest only with debug
+                         // logging.
                          const auto lvl = level >= 3   ? spdlog::level::err
                                           : level == 2 ? spdlog::level::warn
                                                        : spdlog::level::debug;

@@ -26,9 +26,9 @@ struct KernelGroup {
   int head_dim = 0;
   int num_slots = 0;
   uint64_t timeout_ns = 0;
-  WaitStatus* wait_status = nullptr;  // as the plugin writes it (device pointer on the GPU)
-  std::string mutant;                 // "" or a mutant name the plugin declares
-  std::string key;                    // unique per workspace: names the rendezvous exchanges
+  WaitStatus* wait_status = nullptr;       // as the plugin writes it (device pointer on the GPU)
+  std::string mutant;                      // "" or a mutant name the plugin declares
+  std::string key;                         // unique per workspace: names the rendezvous exchanges
   volatile uint32_t* in_kernel = nullptr;  // status-board mark, or null
 };
 

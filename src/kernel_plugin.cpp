@@ -1,6 +1,7 @@
 #include "kernel_plugin.h"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <cstddef>
@@ -8,8 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "builtin_kernels.h"
 #include "errors.h"
@@ -23,9 +22,11 @@ namespace {
 constexpr size_t kMinTableSize =
     offsetof(dcpKernelPlugin_v1_t, set_epoch) + sizeof(dcpKernelPlugin_v1_t::set_epoch);
 
-constexpr uint32_t kKnownOutDtypes = DCP_DTYPE_MASK(DCP_DTYPE_FP16) | DCP_DTYPE_MASK(DCP_DTYPE_BF16);
+constexpr uint32_t kKnownOutDtypes =
+    DCP_DTYPE_MASK(DCP_DTYPE_FP16) | DCP_DTYPE_MASK(DCP_DTYPE_BF16);
 constexpr uint32_t kKnownLseDtypes = kKnownOutDtypes | DCP_DTYPE_MASK(DCP_DTYPE_FP32);
-constexpr uint32_t kKnownBases = DCP_LSE_BASE_MASK(DCP_LSE_BASE_E) | DCP_LSE_BASE_MASK(DCP_LSE_BASE_2);
+constexpr uint32_t kKnownBases =
+    DCP_LSE_BASE_MASK(DCP_LSE_BASE_E) | DCP_LSE_BASE_MASK(DCP_LSE_BASE_2);
 
 struct CapName {
   uint64_t bit;
@@ -58,7 +59,10 @@ bool looks_like_elf(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char magic[4] = {};
   in.read(magic, sizeof magic);
-  return in.gcount() == 4 && std::memcmp(magic, "\x7f" "ELF", 4) == 0;
+  return in.gcount() == 4 && std::memcmp(magic,
+                                         "\x7f"
+                                         "ELF",
+                                         4) == 0;
 }
 
 // No known symbol: name the ABI the library does export, if any, so the user
@@ -73,9 +77,10 @@ std::string missing_symbol_reason(void* handle) {
     }
   }
   if (dlsym(handle, "dcpKernelPlugin_v0") != nullptr) {
-    return fmt::format("exports dcpKernelPlugin_v0, an ABI older than the oldest this dcp-check "
-                       "accepts (v{}): rebuild it against kernels/dcp_kernel_plugin.h",
-                       DCP_PLUGIN_ABI_VERSION);
+    return fmt::format(
+        "exports dcpKernelPlugin_v0, an ABI older than the oldest this dcp-check "
+        "accepts (v{}): rebuild it against kernels/dcp_kernel_plugin.h",
+        DCP_PLUGIN_ABI_VERSION);
   }
   return fmt::format("exports no {} symbol: not a dcp-check kernel plugin (see docs/plugins.md)",
                      DCP_PLUGIN_SYMBOL_V1);
@@ -234,7 +239,8 @@ std::string validate_region_requests(const dcpRegionRequest_v1* regions, int32_t
     }
     total += r.bytes;
     if (total > kMaxWorkspaceBytes) {
-      return fmt::format("regions ask for more than {} GiB per rank in all", kMaxWorkspaceBytes >> 30);
+      return fmt::format("regions ask for more than {} GiB per rank in all",
+                         kMaxWorkspaceBytes >> 30);
     }
     if (r.alignment > 4096 || (r.alignment & (r.alignment - 1)) != 0) {
       return fmt::format("region '{}' alignment {} is not a power of two <= 4096", r.name,
@@ -267,11 +273,12 @@ std::shared_ptr<LoadedKernel> load_kernel(const std::string& spec) {
   };
   if (spec.empty()) refuse("empty (use direct, stock, or the path of a plugin library)");
   if (spec.find('/') == std::string::npos && spec.find(".so") == std::string::npos) {
-    refuse(fmt::format("no built-in kernel of that name ({}); a plugin is given by its path, "
-                       "e.g. ./libmy_kernel.so",
-                       builtin_kernel_names()));
+    refuse(
+        fmt::format("no built-in kernel of that name ({}); a plugin is given by its path, "
+                    "e.g. ./libmy_kernel.so",
+                    builtin_kernel_names()));
   }
-  struct stat st{};
+  struct stat st {};
   if (stat(spec.c_str(), &st) != 0) refuse("no such file");
   if (!S_ISREG(st.st_mode)) refuse("not a regular file");
   if (!looks_like_elf(spec)) refuse("not a shared library (no ELF header)");
@@ -306,7 +313,8 @@ std::string capability_name(uint64_t cap) {
 std::string capability_list(uint64_t caps) {
   std::string out;
   for (int b = 0; b < 64; ++b) {
-    if (caps & (uint64_t{1} << b)) out += (out.empty() ? "" : ",") + capability_name(uint64_t{1} << b);
+    if (caps & (uint64_t{1} << b))
+      out += (out.empty() ? "" : ",") + capability_name(uint64_t{1} << b);
   }
   return out.empty() ? "none" : out;
 }
@@ -318,9 +326,12 @@ uint64_t kernel_epoch(const KernelInfo& k, uint32_t case_epoch_start) {
 
 dcpDtype_t abi_dtype(DType d) {
   switch (d) {
-    case DType::kFp16: return DCP_DTYPE_FP16;
-    case DType::kBf16: return DCP_DTYPE_BF16;
-    case DType::kFp32: return DCP_DTYPE_FP32;
+    case DType::kFp16:
+      return DCP_DTYPE_FP16;
+    case DType::kBf16:
+      return DCP_DTYPE_BF16;
+    case DType::kFp32:
+      return DCP_DTYPE_FP32;
   }
   return DCP_DTYPE_FP32;
 }
@@ -365,8 +376,10 @@ std::string case_skip_reason(const KernelInfo& k, const Case& c, bool ranks_shar
   }
   const bool overlapping_slots = c.num_slots > 1 && c.mode != ExecMode::kEager;
   if (overlapping_slots && ranks_share_gpu && k.has(DCP_CAP_NEEDS_CORESIDENT)) {
-    return fmt::format("{} declares needs-coresident and ranks share a GPU: two slots in flight "
-                       "may starve each other's kernels", who);
+    return fmt::format(
+        "{} declares needs-coresident and ranks share a GPU: two slots in flight "
+        "may starve each other's kernels",
+        who);
   }
   return "";
 }
@@ -375,20 +388,22 @@ std::string session_refusal(const KernelInfo& k, bool host_backend, bool ranks_s
   if (host_backend) {
     if (k.builtin && k.spec == "direct") return "";  // the host model of the direct path
     if (k.memory != DCP_MEMORY_HOST) {
-      return fmt::format("--kernel {}: '{}' runs on the GPU (device memory); --backend host runs "
-                         "only plugins that declare DCP_MEMORY_HOST",
-                         k.spec, k.name);
+      return fmt::format(
+          "--kernel {}: '{}' runs on the GPU (device memory); --backend host runs "
+          "only plugins that declare DCP_MEMORY_HOST",
+          k.spec, k.name);
     }
     return "";
   }
   if (k.memory == DCP_MEMORY_HOST) {
-    return fmt::format("--kernel {}: '{}' declares host memory: run it with --backend host",
-                       k.spec, k.name);
+    return fmt::format("--kernel {}: '{}' declares host memory: run it with --backend host", k.spec,
+                       k.name);
   }
   if (ranks_share_gpu && k.has(DCP_CAP_NEEDS_DISTINCT_GPUS)) {
-    return fmt::format("--kernel {}: '{}' needs one GPU per rank (capability needs-distinct-gpus), "
-                       "but ranks share a GPU here; run with --world <= the number of GPUs",
-                       k.spec, k.name);
+    return fmt::format(
+        "--kernel {}: '{}' needs one GPU per rank (capability needs-distinct-gpus), "
+        "but ranks share a GPU here; run with --world <= the number of GPUs",
+        k.spec, k.name);
   }
   return "";
 }

@@ -7,11 +7,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "case.h"
 #include "dcp_kernel_plugin.h"
@@ -26,11 +25,11 @@ inline constexpr uint64_t kMaxWorkspaceBytes = uint64_t{64} << 30;
 // What reports and skip decisions need to know about the kernel (serialisable:
 // the supervisor sends it to the workers with the session config).
 struct KernelInfo {
-  std::string spec;     // as selected: "direct", "stock", or the library path as given
-  std::string name;     // the plugin's own name
+  std::string spec;  // as selected: "direct", "stock", or the library path as given
+  std::string name;  // the plugin's own name
   std::string version;
-  std::string path;     // absolute library path; "" for a built-in
-  std::string sha256;   // of the library file; "" for a built-in
+  std::string path;    // absolute library path; "" for a built-in
+  std::string sha256;  // of the library file; "" for a built-in
   bool builtin = true;
   int memory = DCP_MEMORY_DEVICE;
   uint32_t out_dtypes = 0;

@@ -1,9 +1,9 @@
 #include "plugin_services.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "errors.h"
 #include "hex.h"
@@ -54,8 +54,8 @@ dcpStatus_t GroupInit::allgather_cb(void* handle, const void* send, size_t bytes
         self->round(std::string(1, kService) + hex_encode(send, bytes));
     for (size_t i = 0; i < all.size(); ++i) {
       if (all[i].empty() || all[i][0] != kService) {
-        self->broken_ = fmt::format("group rank {} finished init while this rank was in an allgather",
-                                    i);
+        self->broken_ =
+            fmt::format("group rank {} finished init while this rank was in an allgather", i);
         self->broken_by_peer_ = true;
         return DCP_STATUS_INTERNAL;
       }
@@ -75,7 +75,9 @@ dcpStatus_t GroupInit::allgather_cb(void* handle, const void* send, size_t bytes
   }
 }
 
-dcpStatus_t GroupInit::barrier_cb(void* handle) { return allgather_cb(handle, nullptr, 0, nullptr); }
+dcpStatus_t GroupInit::barrier_cb(void* handle) {
+  return allgather_cb(handle, nullptr, 0, nullptr);
+}
 
 void GroupInit::log_cb(void* handle, int32_t level, const char* message) {
   auto* self = static_cast<GroupInit*>(handle);
@@ -107,7 +109,8 @@ void GroupInit::agree(dcpStatus_t status, const std::string& message) {
       const std::string msg = fmt::format(
           "plugin init failed on rank {} (group rank {}): {}; every rank of the group stopped",
           members_[i], i, why);
-      if (code == DCP_STATUS_UNSUPPORTED || code == DCP_STATUS_INVALID_ARGUMENT) throw UsageError(msg);
+      if (code == DCP_STATUS_UNSUPPORTED || code == DCP_STATUS_INVALID_ARGUMENT)
+        throw UsageError(msg);
       throw KernelFault(msg);
     }
     return;
@@ -129,9 +132,9 @@ std::vector<std::string> ServicesRendezvous::allgather(const std::string& key,
   std::string padded = mine;
   padded.resize(max_size);
   std::string all(max_size * group_size_, '\0');
-  DCP_CHECK(services_.allgather(services_.handle, padded.data(), max_size, all.data()) ==
-                DCP_STATUS_OK,
-            HarnessError, "{}: allgather failed", key);
+  DCP_CHECK(
+      services_.allgather(services_.handle, padded.data(), max_size, all.data()) == DCP_STATUS_OK,
+      HarnessError, "{}: allgather failed", key);
   std::vector<std::string> out;
   for (int i = 0; i < group_size_; ++i) out.push_back(all.substr(i * max_size, sizes[i]));
   return out;

@@ -53,8 +53,8 @@ struct Outcome {
 };
 
 // Runs `init(rank, services)` on n threads, then the agreement, as the worker does.
-std::vector<Outcome> run_group(int n, const std::function<dcpStatus_t(int, const dcpHostServices_v1*,
-                                                                       std::string*)>& init) {
+std::vector<Outcome> run_group(
+    int n, const std::function<dcpStatus_t(int, const dcpHostServices_v1*, std::string*)>& init) {
   ThreadRendezvous rdv(n);
   std::vector<int> members;
   for (int i = 0; i < n; ++i) members.push_back(10 + i);
@@ -85,7 +85,8 @@ TEST_CASE("init services: allgather and barrier over the group, then every rank 
   const auto out = run_group(4, [](int r, const dcpHostServices_v1* s, std::string*) {
     int32_t mine = 100 + r;
     int32_t all[4] = {};
-    if (s->allgather(s->handle, &mine, sizeof mine, all) != DCP_STATUS_OK) return DCP_STATUS_INTERNAL;
+    if (s->allgather(s->handle, &mine, sizeof mine, all) != DCP_STATUS_OK)
+      return DCP_STATUS_INTERNAL;
     for (int i = 0; i < 4; ++i) {
       if (all[i] != 100 + i) return DCP_STATUS_INTERNAL;
     }

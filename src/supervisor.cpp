@@ -184,8 +184,8 @@ void Session::Impl::check_startup_failures() const {
   // failed exchanges are consequences.
   for (const WorkerState& w : workers) {
     if (w.exit && in_kernel(w.rank)) {
-      throw KernelFault(fmt::format("rank {} (pid {}) {} inside kernel '{}' during start-up", w.rank,
-                                    w.pid, w.exit->describe(), config.kernel.name));
+      throw KernelFault(fmt::format("rank {} (pid {}) {} inside kernel '{}' during start-up",
+                                    w.rank, w.pid, w.exit->describe(), config.kernel.name));
     }
   }
   // The first fatal report, preferring the kernel's and usage ones over
@@ -412,9 +412,7 @@ void Session::Impl::kill_workers() noexcept {
   }
 }
 
-bool Session::Impl::in_kernel(int rank) const {
-  return board && *board->in_kernel(rank) != 0;
-}
+bool Session::Impl::in_kernel(int rank) const { return board && *board->in_kernel(rank) != 0; }
 
 std::vector<const WaitStatus*> Session::Impl::status_entries() const {
   std::vector<const WaitStatus*> entries;

@@ -71,8 +71,7 @@ CaseResult Session::Impl::run_bench_point(const Case& c, ::dcp::Impl impl, const
   current_case_index = next_case_index++;
   const nlohmann::json request =
       make_bench_request(current_case_index, c, replay_config.kernel.spec, spec.ops_per_graph,
-                         spec.repeats,
-                         spec.replays, spec.warmup_replays);
+                         spec.repeats, spec.replays, spec.warmup_replays);
   for (WorkerState& w : workers) {
     w.result.reset();
     w.bench.reset();

@@ -99,8 +99,10 @@ CaseResult Session::Impl::finish_failed_case(CaseResult r, const Case& c, const 
   // A hang leads with who waits on whom; other failures with their cause.
   std::string who_waits = waits_text(waits);
   if (who_waits.empty() && f.hang && !config.kernel.has(DCP_CAP_WAIT_STATUS)) {
-    who_waits = fmt::format("kernel '{}' publishes no wait status (capability wait-status), so "
-                            "who waits on whom is unknown", config.kernel.name);
+    who_waits = fmt::format(
+        "kernel '{}' publishes no wait status (capability wait-status), so "
+        "who waits on whom is unknown",
+        config.kernel.name);
   }
   if (who_waits.empty()) {
     r.message = f.cause;
@@ -168,8 +170,9 @@ std::optional<CaseFailure> Session::Impl::find_failure(
     if (!w.exit) w.exit = wait_for_exit(w.pid, 1.0);  // closed its socket: learn how it ended
     const std::string how = w.exit ? w.exit->describe() : "closed its connection";
     if (in_kernel(w.rank)) {  // it died inside the kernel under test: the kernel's failure
-      std::string note = fmt::format("rank {} (pid {}) {} inside kernel '{}' during case {} ({})",
-                                     w.rank, w.pid, how, config.kernel.name, id, op_text(w.last_op));
+      std::string note =
+          fmt::format("rank {} (pid {}) {} inside kernel '{}' during case {} ({})", w.rank, w.pid,
+                      how, config.kernel.name, id, op_text(w.last_op));
       return CaseFailure{note, "kernel", w.rank, note};
     }
     std::string note = fmt::format("rank {} (pid {}) {} during case {} ({})", w.rank, w.pid, how,

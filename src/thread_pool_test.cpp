@@ -67,9 +67,10 @@ TEST_CASE("an exception in a chunk reaches the caller: the lowest-numbered chunk
   }
   // Exceptions of any type pass through unchanged.
   ThreadPool pool(3);
-  CHECK_THROWS_AS(pool.parallel_for(10, 10, [](int chunk, int64_t, int64_t) {
-    if (chunk == 0) throw 42;
-  }),
+  CHECK_THROWS_AS(pool.parallel_for(10, 10,
+                                    [](int chunk, int64_t, int64_t) {
+                                      if (chunk == 0) throw 42;
+                                    }),
                   int);
 }
 

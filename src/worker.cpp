@@ -71,7 +71,8 @@ class Worker {
   // shape not seen before gets its workspace here; every rank of the group sees
   // the same case at the same point, so their rendezvous line up.
   // `kernel` is a kernel spec: the session's kernel, its --against, or (bench) "stock".
-  std::pair<const BackendConfig*, RankBackend*> backend_for(const Case& c, const std::string& kernel);
+  std::pair<const BackendConfig*, RankBackend*> backend_for(const Case& c,
+                                                            const std::string& kernel);
   BackendConfig make_backend_config(int dcp_size, const Geometry& geometry,
                                     const std::string& kernel);
   std::shared_ptr<const LoadedKernel> loaded(const std::string& kernel);
@@ -93,7 +94,7 @@ class Worker {
     BackendConfig config;
     std::unique_ptr<RankBackend> backend;
   };
-  std::map<std::string, Built> backends_;  // key: workspace_key()
+  std::map<std::string, Built> backends_;                               // key: workspace_key()
   std::map<std::string, std::shared_ptr<const LoadedKernel>> kernels_;  // by spec
 };
 
@@ -144,8 +145,8 @@ std::shared_ptr<const LoadedKernel> Worker::loaded(const std::string& kernel) {
   auto it = kernels_.find(kernel);
   if (it != kernels_.end()) return it->second;
   std::string open = kernel;
-  for (const KernelInfo* k : {&config_.session.kernel,
-                              config_.session.against ? &*config_.session.against : nullptr}) {
+  for (const KernelInfo* k :
+       {&config_.session.kernel, config_.session.against ? &*config_.session.against : nullptr}) {
     if (k != nullptr && k->spec == kernel && !k->builtin) open = k->path;
   }
   return kernels_.emplace(kernel, load_kernel(open)).first->second;
@@ -173,7 +174,7 @@ BackendConfig Worker::make_backend_config(int dcp_size, const Geometry& geometry
 }
 
 std::pair<const BackendConfig*, RankBackend*> Worker::backend_for(const Case& c,
-                                                                 const std::string& kernel) {
+                                                                  const std::string& kernel) {
   const std::string key = workspace_key(c.dcp_size, c.geometry, kernel);
   auto it = backends_.find(key);
   if (it == backends_.end()) {
@@ -181,9 +182,9 @@ std::pair<const BackendConfig*, RankBackend*> Worker::backend_for(const Case& c,
     built.config = make_backend_config(c.dcp_size, c.geometry, kernel);
     built.backend = config_.session.backend == BackendKind::kGpu
                         ? make_gpu_backend(built.config, *rendezvous_)
-                        : built.config.kernel->info().memory == DCP_MEMORY_HOST
-                            ? make_host_plugin_backend(built.config, *rendezvous_)
-                            : make_host_backend(built.config, *rendezvous_);
+                    : built.config.kernel->info().memory == DCP_MEMORY_HOST
+                        ? make_host_plugin_backend(built.config, *rendezvous_)
+                        : make_host_backend(built.config, *rendezvous_);
     it = backends_.emplace(key, std::move(built)).first;
   }
   return {&it->second.config, it->second.backend.get()};
