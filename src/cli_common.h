@@ -1,5 +1,5 @@
-// Helpers shared by the commands that run cases (run, replay, and later
-// stress/shrink/selftest): case selection, interrupt handling, report writing.
+// Helpers shared by the commands that run cases (run, replay, stress, shrink,
+// selftest): case selection, interrupt handling, report writing.
 #pragma once
 
 #include <memory>

@@ -338,10 +338,4 @@ size_t host_segment_bytes(const Geometry& geometry, int dcp_size) {
   return SegmentLayout(geometry, dcp_size).total_bytes;
 }
 
-size_t host_workspace_bytes(const Geometry& geometry, int world) {
-  size_t total = 0;
-  for (int g : dcp_sizes_for_world(world)) total += world * host_segment_bytes(geometry, g);
-  return total;
-}
-
 }  // namespace dcp

@@ -41,7 +41,5 @@ std::vector<std::string> host_segment_names(const std::string& run_id, int world
 // Bytes of one rank's segment for a group of dcp_size ranks (mapped sparsely:
 // only rows that calls write take memory).
 size_t host_segment_bytes(const Geometry& geometry, int dcp_size);
-// Sum over every rank and every dcp size of a run.
-size_t host_workspace_bytes(const Geometry& geometry, int world);
 
 }  // namespace dcp

@@ -298,9 +298,6 @@ TEST_CASE("segment names are deterministic and cover every group of a world") {
   CHECK(std::find(names.begin(), names.end(), "/dcp-check-rid-g4x0-r3") != names.end());
   CHECK(std::find(names.begin(), names.end(), "/dcp-check-rid-g2x1-r3") != names.end());
   CHECK(host_segment_name("rid", 2, 1, 2) == "/dcp-check-rid-g2x1-r2");
-  CHECK(host_workspace_bytes(*find_geometry("tiny"), 4) ==
-        4 * host_segment_bytes(*find_geometry("tiny"), 4) +
-            4 * host_segment_bytes(*find_geometry("tiny"), 2));
 }
 
 }  // namespace

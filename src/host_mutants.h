@@ -35,18 +35,4 @@ inline constexpr HostMutantInfo kHostMutants[] = {
      "the wait accepts any nonzero flag, so later calls read data from earlier epochs"},
 };
 
-inline const HostMutantInfo* find_host_mutant(int id) {
-  for (const auto& m : kHostMutants) {
-    if (m.id == id) return &m;
-  }
-  return nullptr;
-}
-
-inline const HostMutantInfo* find_host_mutant(std::string_view name) {
-  for (const auto& m : kHostMutants) {
-    if (m.name == name) return &m;
-  }
-  return nullptr;
-}
-
 }  // namespace dcp
