@@ -198,27 +198,7 @@ void GpuBackend::init_status() {
 // query -> allocate and map -> init (agreed across the group). The init
 // agreement is itself a group barrier: no rank calls before every rank is ready.
 void GpuBackend::init_kernel(Rendezvous& rendezvous) {
-  const KernelInfo& k = cfg_.kernel->info();
-  KernelGroup group;
-  group.global_rank = cfg_.global_rank;
-  group.group_rank = cfg_.group_rank;
-  group.members = cfg_.members;
-  group.device = cfg_.device;
-  group.max_tokens = cfg_.geometry.max_tokens;
-  group.heads_per_rank = cfg_.geometry.heads_per_rank;
-  group.head_dim = cfg_.geometry.head_dim;
-  group.num_slots = std::min(kMaxSlots, k.max_slots);
-  group.timeout_ns = static_cast<uint64_t>(std::max(1e-3, cfg_.spin_timeout_s) * 1e9);
-  group.wait_status = status_dev_;
-  group.in_kernel = cfg_.in_kernel;
-  group.key = fmt::format("{}/dcp{}g{}/h{}d{}m{}/{}", cfg_.run_id, cfg_.dcp_size, cfg_.group_idx,
-                          cfg_.geometry.heads_per_rank, cfg_.geometry.head_dim,
-                          cfg_.geometry.max_tokens, k.name);
-  if (cfg_.mutant > 0) {
-    DCP_CHECK(cfg_.mutant <= static_cast<int>(k.mutants.size()), UsageError,
-              "kernel '{}' has no mutant {}", k.name, cfg_.mutant);
-    group.mutant = k.mutants[cfg_.mutant - 1];
-  }
+  const KernelGroup group = kernel_group(cfg_, cfg_.device, status_dev_);
   instance_ = std::make_unique<KernelInstance>(cfg_.kernel, group);
   map_regions(instance_->query_workspace(rendezvous), rendezvous);
   std::vector<dcpRegion_v1> mapped;

@@ -50,27 +50,8 @@ class HostPluginBackend final : public RankBackend {
 
 HostPluginBackend::HostPluginBackend(const BackendConfig& config, Rendezvous& rendezvous)
     : config_(config) {
-  const KernelInfo& k = config_.kernel->info();
-  KernelGroup group;
-  group.global_rank = config_.global_rank;
-  group.group_rank = config_.group_rank;
-  group.members = config_.members;
-  group.device = -1;
-  group.max_tokens = config_.geometry.max_tokens;
-  group.heads_per_rank = config_.geometry.heads_per_rank;
-  group.head_dim = config_.geometry.head_dim;
-  group.num_slots = std::min(kMaxSlots, k.max_slots);
-  group.timeout_ns = static_cast<uint64_t>(std::max(1e-3, config_.spin_timeout_s) * 1e9);
-  group.wait_status = config_.status != nullptr ? config_.status : &local_status_;
-  group.in_kernel = config_.in_kernel;
-  group.key = fmt::format("{}/dcp{}g{}/h{}d{}m{}/{}", config_.run_id, config_.dcp_size,
-                          config_.group_idx, config_.geometry.heads_per_rank,
-                          config_.geometry.head_dim, config_.geometry.max_tokens, k.name);
-  if (config_.mutant > 0) {
-    DCP_CHECK(config_.mutant <= static_cast<int>(k.mutants.size()), UsageError,
-              "kernel '{}' has no mutant {}", k.name, config_.mutant);
-    group.mutant = k.mutants[config_.mutant - 1];
-  }
+  const KernelGroup group =
+      kernel_group(config_, -1, config_.status != nullptr ? config_.status : &local_status_);
   instance_ = std::make_unique<KernelInstance>(config_.kernel, group);
   const std::vector<dcpRegionRequest_v1> requests = instance_->query_workspace(rendezvous);
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "errors.h"
@@ -37,6 +38,31 @@ std::string request_summary(const std::vector<dcpRegionRequest_v1>& rs) {
 }
 
 }  // namespace
+
+KernelGroup kernel_group(const BackendConfig& config, int device, WaitStatus* wait_status) {
+  const KernelInfo& k = config.kernel->info();
+  KernelGroup group;
+  group.global_rank = config.global_rank;
+  group.group_rank = config.group_rank;
+  group.members = config.members;
+  group.device = device;
+  group.max_tokens = config.geometry.max_tokens;
+  group.heads_per_rank = config.geometry.heads_per_rank;
+  group.head_dim = config.geometry.head_dim;
+  group.num_slots = std::min(kMaxSlots, k.max_slots);
+  group.timeout_ns = static_cast<uint64_t>(std::max(1e-3, config.spin_timeout_s) * 1e9);
+  group.wait_status = wait_status;
+  group.in_kernel = config.in_kernel;
+  group.key = fmt::format("{}/dcp{}g{}/h{}d{}m{}/{}", config.run_id, config.dcp_size,
+                          config.group_idx, config.geometry.heads_per_rank,
+                          config.geometry.head_dim, config.geometry.max_tokens, k.name);
+  if (config.mutant > 0) {
+    DCP_CHECK(config.mutant <= static_cast<int>(k.mutants.size()), UsageError,
+              "kernel '{}' has no mutant {}", k.name, config.mutant);
+    group.mutant = k.mutants[config.mutant - 1];
+  }
+  return group;
+}
 
 std::string_view status_name(dcpStatus_t s) {
   switch (s) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "backend.h"
 #include "dcp_kernel_plugin.h"
 #include "kernel_plugin.h"
 #include "rendezvous.h"
@@ -31,6 +32,12 @@ struct KernelGroup {
   std::string key;                         // unique per workspace: names the rendezvous exchanges
   volatile uint32_t* in_kernel = nullptr;  // status-board mark, or null
 };
+
+// The group a backend serves, as its kernel instance sees it: sizes from the
+// workspace geometry, the mutant (1-based in config.mutant) resolved to the
+// kernel's name for it. `device` is -1 for host plugins; `wait_status` is the
+// record as the kernel writes it (a device pointer on the GPU).
+KernelGroup kernel_group(const BackendConfig& config, int device, WaitStatus* wait_status);
 
 class KernelInstance {
  public:
