@@ -389,19 +389,19 @@ std::string session_refusal(const KernelInfo& k, bool host_backend, bool ranks_s
     if (k.builtin && k.spec == "direct") return "";  // the host model of the direct path
     if (k.memory != DCP_MEMORY_HOST) {
       return fmt::format(
-          "--kernel {}: '{}' runs on the GPU (device memory); --backend host runs "
+          "kernel '{1}' ({0}) runs on the GPU (device memory); --backend host runs "
           "only plugins that declare DCP_MEMORY_HOST",
           k.spec, k.name);
     }
     return "";
   }
   if (k.memory == DCP_MEMORY_HOST) {
-    return fmt::format("--kernel {}: '{}' declares host memory: run it with --backend host", k.spec,
-                       k.name);
+    return fmt::format("kernel '{1}' ({0}) declares host memory: run it with --backend host",
+                       k.spec, k.name);
   }
   if (ranks_share_gpu && k.has(DCP_CAP_NEEDS_DISTINCT_GPUS)) {
     return fmt::format(
-        "--kernel {}: '{}' needs one GPU per rank (capability needs-distinct-gpus), "
+        "kernel '{1}' ({0}) needs one GPU per rank (capability needs-distinct-gpus), "
         "but ranks share a GPU here; run with --world <= the number of GPUs",
         k.spec, k.name);
   }

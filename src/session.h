@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string>
 #include <vector>
 
 #include "backend.h"
@@ -40,6 +41,13 @@ struct SessionConfig {
   KernelInfo kernel = default_kernel_info();  // loaded and validated by the command
   std::optional<KernelInfo> against;
   int mutant = 0;                 // selftest only: 1-based index into kernel.mutants
+
+  // The kernel under test, then the --against one if any.
+  std::vector<const KernelInfo*> kernels() const {
+    std::vector<const KernelInfo*> out = {&kernel};
+    if (against) out.push_back(&*against);
+    return out;
+  }
   double timeout_s = 10;          // per-call deadline
   MpsMode mps = MpsMode::kAuto;
   CheckProfile profile;

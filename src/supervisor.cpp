@@ -75,8 +75,7 @@ void Session::Impl::start() {
   gethostname(host, sizeof(host) - 1);
   env.hostname = host;
   detect_gpus();
-  for (const KernelInfo* k : {&config.kernel, config.against ? &*config.against : nullptr}) {
-    if (k == nullptr) continue;
+  for (const KernelInfo* k : config.kernels()) {
     const std::string why =
         session_refusal(*k, config.backend == BackendKind::kHost, env.ranks_share_gpu);
     if (!why.empty()) throw UsageError(why);

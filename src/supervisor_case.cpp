@@ -224,8 +224,7 @@ CaseResult Session::Impl::run_case(const Case& c, const std::string& suite) {
     return r;
   }
   // Decided from the kernels' declarations before any rank enters the exchange.
-  for (const KernelInfo* k : {&config.kernel, config.against ? &*config.against : nullptr}) {
-    if (k == nullptr) continue;
+  for (const KernelInfo* k : config.kernels()) {
     if (std::string why = case_skip_reason(*k, c, env.ranks_share_gpu); !why.empty()) {
       r.status = CaseStatus::kSkipped;
       r.message = why;

@@ -134,8 +134,8 @@ void merge_results(RankCaseResult& into, const RankCaseResult& more) {
 }
 
 std::vector<std::string> Worker::kernels() const {
-  std::vector<std::string> out = {config_.session.kernel.spec};
-  if (config_.session.against) out.push_back(config_.session.against->spec);
+  std::vector<std::string> out;
+  for (const KernelInfo* k : config_.session.kernels()) out.push_back(k->spec);
   return out;
 }
 
@@ -145,9 +145,8 @@ std::shared_ptr<const LoadedKernel> Worker::loaded(const std::string& kernel) {
   auto it = kernels_.find(kernel);
   if (it != kernels_.end()) return it->second;
   std::string open = kernel;
-  for (const KernelInfo* k :
-       {&config_.session.kernel, config_.session.against ? &*config_.session.against : nullptr}) {
-    if (k != nullptr && k->spec == kernel && !k->builtin) open = k->path;
+  for (const KernelInfo* k : config_.session.kernels()) {
+    if (k->spec == kernel && !k->builtin) open = k->path;
   }
   return kernels_.emplace(kernel, load_kernel(open)).first->second;
 }
@@ -205,17 +204,18 @@ void Worker::build_backends() {
   }
 }
 
-// --impl both: the stock path runs the same case after the direct one, on its
+// --against: the second kernel runs the same case after the first, on its
 // own workspace; both are checked against the reference, and the result sums them.
 RankCaseResult Worker::run_case_all_impls(const Case& c, int case_index, const std::string& pass) {
   const std::vector<std::string> all = kernels();
   if (all.size() == 1) return run_case_once(c, case_index, pass, all.front());
-  std::vector<std::vector<uint8_t>> direct_out, stock_out;
-  RankCaseResult result = run_case_once(c, case_index, pass, all[0], &direct_out);
+  std::vector<std::vector<uint8_t>> first_out, second_out;
+  RankCaseResult result = run_case_once(c, case_index, pass, all[0], &first_out);
   if (!result.error.empty()) return result;
-  const RankCaseResult stock = run_case_once(c, case_index, pass + "-stock", all[1], &stock_out);
-  merge_results(result, stock);
-  if (stock.error.empty()) check_impls_agree(c, args_.rank, direct_out, stock_out, result);
+  const RankCaseResult second =
+      run_case_once(c, case_index, pass + "-against", all[1], &second_out);
+  merge_results(result, second);
+  if (second.error.empty()) check_impls_agree(c, args_.rank, first_out, second_out, result);
   return result;
 }
 
