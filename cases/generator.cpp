@@ -16,6 +16,7 @@
 #include <cstring>
 #include <limits>
 
+#include "generator_formula.h"
 #include "generator_lanes.h"
 #include "mix.h"
 #include "simd.h"
@@ -48,14 +49,6 @@ uint32_t float_to_bits(Format f, float x) {
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// The definition of an output element: uniform in [-2, 2) times the row's
-// scale, rounded to float, never zero (then rounded to the output dtype).
-float output_float(uint64_t key, uint64_t index, float scale) {
-  float x = static_cast<float>(4 * unit_double(stream_at(key, index)) - 2) * scale;
-  if (x == 0) x = scale;  // never zero
-  return x;
-}
 
 // Elements [base, base + n) of the stream `key`, as bits (kBits) or decoded.
 template <Format F, bool kBits, int N>
@@ -244,9 +237,15 @@ double OpGenerator::lse_value(int src, int token, int head) const {
 }
 
 float OpGenerator::row_scale(int src, uint64_t row) const {
-  // Per-row scale 1, 1/2, 1/4 or 1/8: magnitudes vary across sources.
-  return std::ldexp(1.0f, -static_cast<int>(stream_at(row_keys_[src], row) & 3));
+  return row_scale_of(row_keys_[src], row);
 }
+
+bool OpGenerator::token_normal(int src, int token) const {
+  return row_kind(src, token) == RowKind::kNormal;
+}
+
+uint64_t OpGenerator::out_key(int src) const { return out_keys_[src]; }
+uint64_t OpGenerator::row_key(int src) const { return row_keys_[src]; }
 
 RowStream OpGenerator::row_stream(int src, int token, int head) const {
   RowStream r;
@@ -291,29 +290,71 @@ double OpGenerator::output_value(int src, int token, int head, int dim) const {
   return decode(f, float_to_bits(f, output_float(out_keys_[src], index, row_scale(src, row))));
 }
 
+namespace {
+
+// Padded rows of a token stride, every element quiet NaN: a kernel that
+// ignores a token stride reads the padding.
+std::vector<uint8_t> nan_row(Format f, size_t stride) {
+  std::vector<uint8_t> row(stride * static_cast<size_t>(format_bytes(f)));
+  for (size_t i = 0; i < stride; ++i) write_bits(f, row.data(), i, quiet_nan_bits(f));
+  return row;
+}
+
+}  // namespace
+
+std::vector<uint8_t> generate_source_lse(const OpGenerator& gen, const Case& c, int src) {
+  const Format lf = format_of(c.lse_dtype);
+  const int h_total = c.dcp_size * c.geometry.heads_per_rank;
+  const auto lse_stride = static_cast<size_t>(c.lse_token_stride());
+  std::vector<uint8_t> lse(static_cast<size_t>(c.num_tokens) * lse_stride * format_bytes(lf));
+  std::vector<uint8_t> row = nan_row(lf, lse_stride);
+  for (int t = 0; t < c.num_tokens; ++t) {
+    for (int h = 0; h < h_total; ++h) {
+      write_bits(lf, row.data(), static_cast<size_t>(h), gen.lse_bits(src, t, h));
+    }
+    std::memcpy(lse.data() + t * row.size(), row.data(), row.size());
+  }
+  return lse;
+}
+
+OutputStreams output_streams(const OpGenerator& gen, const Case& c, int src) {
+  OutputStreams s;
+  s.out_key = gen.out_key(src);
+  s.row_key = gen.row_key(src);
+  s.token_normal.resize(static_cast<size_t>(c.num_tokens));
+  for (int t = 0; t < c.num_tokens; ++t) s.token_normal[t] = gen.token_normal(src, t) ? 1 : 0;
+  return s;
+}
+
+OutputRecipe OutputStreams::recipe(const Case& c, const uint8_t* token_normal_at) const {
+  OutputRecipe r;
+  r.out_key = out_key;
+  r.row_key = row_key;
+  r.num_tokens = c.num_tokens;
+  r.heads = c.dcp_size * c.geometry.heads_per_rank;
+  r.head_dim = c.geometry.head_dim;
+  r.token_stride = c.out_token_stride();
+  r.bf16 = c.out_dtype == DType::kBf16;
+  r.token_normal = token_normal_at;
+  return r;
+}
+
 SourceInputs generate_source_inputs(const Case& c, int group_idx, int op_idx, int src) {
   const OpGenerator gen(c, group_idx, op_idx);
   const Format of = format_of(c.out_dtype);
-  const Format lf = format_of(c.lse_dtype);
   const int h_total = c.dcp_size * c.geometry.heads_per_rank;
   const int d_count = c.geometry.head_dim;
   const auto t_count = static_cast<size_t>(c.num_tokens);
   const auto out_stride = static_cast<size_t>(c.out_token_stride());
-  const auto lse_stride = static_cast<size_t>(c.lse_token_stride());
-  const size_t ob = static_cast<size_t>(format_bytes(of)),
-               lb = static_cast<size_t>(format_bytes(lf));
+  const size_t ob = static_cast<size_t>(format_bytes(of));
   SourceInputs in;
   in.partial_output.resize(t_count * out_stride * ob);
-  in.partial_lse.resize(t_count * lse_stride * lb);
-  // Padding holds NaN: a kernel that ignores a token stride reads it. Rows are
-  // built once in little-endian bytes and copied (this runs per call per rank).
-  std::vector<uint8_t> out_row(out_stride * ob), lse_row(lse_stride * lb);
-  for (size_t i = 0; i < out_stride; ++i) write_bits(of, out_row.data(), i, quiet_nan_bits(of));
-  for (size_t i = 0; i < lse_stride; ++i) write_bits(lf, lse_row.data(), i, quiet_nan_bits(lf));
+  in.partial_lse = generate_source_lse(gen, c, src);
+  // Rows are built once in little-endian bytes and copied (this runs per call per rank).
+  std::vector<uint8_t> out_row = nan_row(of, out_stride);
   std::vector<uint32_t> row(static_cast<size_t>(d_count));
   for (int t = 0; t < c.num_tokens; ++t) {
     for (int h = 0; h < h_total; ++h) {
-      write_bits(lf, lse_row.data(), static_cast<size_t>(h), gen.lse_bits(src, t, h));
       gen.output_row_bits(src, t, h, row.data());
       uint8_t* dst = out_row.data() + static_cast<size_t>(h) * d_count * ob;
       for (int d = 0; d < d_count; ++d) {
@@ -322,7 +363,6 @@ SourceInputs generate_source_inputs(const Case& c, int group_idx, int op_idx, in
       }
     }
     std::memcpy(in.partial_output.data() + t * out_stride * ob, out_row.data(), out_row.size());
-    std::memcpy(in.partial_lse.data() + t * lse_stride * lb, lse_row.data(), lse_row.size());
   }
   return in;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "case.h"
+#include "generator_formula.h"
 #include "numeric.h"
 
 namespace dcp {
@@ -66,6 +67,11 @@ class OpGenerator {
   // Raw bits as stored (low 16 bits for fp16/bf16).
   uint32_t lse_bits(int src, int token, int head) const;
   void output_row_bits(int src, int token, int head, uint32_t* out) const;
+  // The streams of a source's partial_output (OutputRecipe): a token's rows
+  // are normal (drawn from them) or NaN for every head alike.
+  bool token_normal(int src, int token) const;
+  uint64_t out_key(int src) const;
+  uint64_t row_key(int src) const;
 
  private:
   enum class RowKind : uint8_t { kNormal, kMasked, kPlanted };
@@ -80,6 +86,21 @@ class OpGenerator {
   std::vector<uint64_t> row_keys_;  // per source: per-row scale and planting
   std::vector<uint64_t> lse_keys_;  // per source: LSE elements
 };
+
+// A source's partial_output as streams, for a backend that writes it where
+// it is used (the GPU's input producer): the same bits as
+// generate_source_inputs' partial_output (recipe_bits, generator_formula.h).
+struct OutputStreams {
+  uint64_t out_key = 0;
+  uint64_t row_key = 0;
+  std::vector<uint8_t> token_normal;  // [T]: 1 when the token's rows are normal
+  // The recipe for `c`, reading token_normal from `token_normal_at` (this
+  // vector, or a device copy of it).
+  OutputRecipe recipe(const Case& c, const uint8_t* token_normal_at) const;
+};
+OutputStreams output_streams(const OpGenerator& gen, const Case& c, int src);
+// generate_source_inputs' partial_lse alone.
+std::vector<uint8_t> generate_source_lse(const OpGenerator& gen, const Case& c, int src);
 
 Format format_of(DType d);
 

@@ -253,6 +253,40 @@ TEST_CASE("rows in lanes equal the per-value formula at every SIMD level") {
   CHECK(values > 1'000'000);
 }
 
+// The GPU's input producer evaluates recipe_bits per element; on the host
+// the same function must give generate_source_inputs' bytes exactly
+// (gpu_inputs checks the device's bytes against these).
+TEST_CASE("the producer's recipe gives the generator's partial_output bit for bit") {
+  int64_t elements = 0;
+  for (uint64_t i = 0; i < 40; ++i) {
+    Case c = random_case(0x9e1, i, 8, *find_geometry(i % 4 == 0 ? "kimi" : "tiny"));
+    if (i % 3 == 1) c.out_dtype = c.out_dtype == DType::kBf16 ? DType::kFp16 : DType::kBf16;
+    CAPTURE(format_case_id(c));
+    const int group = static_cast<int>(i % 2), op = static_cast<int>(i % 5);
+    const OpGenerator gen(c, group, op);
+    for (int src = 0; src < c.dcp_size; ++src) {
+      const SourceInputs in = generate_source_inputs(c, group, op, src);
+      const OutputStreams streams = output_streams(gen, c, src);
+      REQUIRE(generate_source_lse(gen, c, src) == in.partial_lse);
+      const OutputRecipe r = streams.recipe(c, streams.token_normal.data());
+      REQUIRE(in.partial_output.size() == static_cast<size_t>(2 * r.num_tokens * r.token_stride));
+      int64_t differ = 0;
+      for (int t = 0; t < r.num_tokens; ++t) {
+        for (int64_t col = 0; col < r.token_stride; ++col) {
+          const size_t at = 2 * static_cast<size_t>(t * r.token_stride + col);
+          const auto stored =
+              static_cast<uint16_t>(in.partial_output[at] | in.partial_output[at + 1] << 8);
+          differ += recipe_bits(r, t, col) != stored;
+          ++elements;
+        }
+      }
+      CAPTURE(src);
+      REQUIRE(differ == 0);
+    }
+  }
+  CHECK(elements > 1'000'000);
+}
+
 TEST_CASE("regeneration is fast enough for the reference") {
   Case c;
   c.dcp_size = 4;

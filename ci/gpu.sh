@@ -2,10 +2,11 @@
 # For the GPU machine: build against the PyTorch wheel's NCCL for sm_90, run the
 # GPU-labelled tests and the README demo, keep every log under $OUT, and print
 # a short summary last. Steps are arguments, in any order (default: all):
-#   ci/gpu.sh build test demo      build | unit | test | demo | plugin
+#   ci/gpu.sh build test demo      build | unit | test | demo | plugin | perf
 #   unit = every non-GPU CTest test, test = `ctest -L gpu`, plugin = the
 #   example plugin (kernels/example_plugin, its own CMake project) through
-#   the default suites, its broken copy, and the built-in mutants via the seam.
+#   the default suites, its broken copy, and the built-in mutants via the seam;
+#   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -94,10 +95,26 @@ step_plugin() {
   run_expect "plugin vs direct bits" 0 --world 2 --suite smoke --kernel "$ex" --against direct
 }
 
+# The benchmark of docs/results (throughput): each run's JSON, then the table.
+step_perf() {
+  local start=$SECONDS rc
+  PERF_DURATION=${PERF_DURATION:-20s}
+  run_expect "perf stress w4" 0 stress --world 4 --geometry kimi --mps on --duration "$PERF_DURATION" \
+    --seed 11 -v --json "$OUT/perf-stress-w4.json"
+  run_expect "perf stress w2" 0 stress --world 2 --geometry kimi --mps on --duration "$PERF_DURATION" \
+    --seed 11 -v --json "$OUT/perf-stress-w2.json"
+  run_expect "perf suite w4" 0 --world 4 --geometry kimi --mps on -v --json "$OUT/perf-suite-w4.json"
+  run_expect "perf suite w2" 0 --world 2 -v --json "$OUT/perf-suite-w2.json"
+  "$BUILD_DIR/src/checker_bench" --threads "1,$(( $(nproc) / 4 ))" >"$OUT/perf-checker.log" 2>&1
+  python3 ci/perf.py "$OUT" | tee "$OUT/perf.md"
+  rc=${PIPESTATUS[0]}
+  record "perf table" "$rc" $((SECONDS - start)) "$OUT/perf.md"
+}
+
 for s in "${steps[@]}"; do
   case $s in
-    build | unit | test | demo | plugin) ;;
-    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin)" >&2; exit 2 ;;
+    build | unit | test | demo | plugin | perf) ;;
+    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin perf)" >&2; exit 2 ;;
   esac
 done
 
@@ -109,6 +126,7 @@ for s in "${steps[@]}"; do
     test) step_ctest test-gpu -L gpu ;;
     demo) step_demo ;;
     plugin) step_plugin ;;
+    perf) step_perf ;;
   esac
 done
 

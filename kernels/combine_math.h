@@ -14,10 +14,9 @@
 #ifdef __CUDACC__
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#define DCP_HD __host__ __device__ __forceinline__
-#else
-#define DCP_HD inline
 #endif
+
+#include "hd.h"
 
 namespace dcp {
 

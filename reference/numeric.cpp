@@ -104,29 +104,6 @@ float bf16_bits_to_float(uint16_t b) {
   return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
 }
 
-uint16_t float_to_fp16_bits(float f) {
-  const uint32_t x = std::bit_cast<uint32_t>(f);
-  const auto sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  const uint32_t ax = x & 0x7FFFFFFFu;
-  if (ax > 0x7F800000u) return sign | 0x7E00u | ((ax >> 13) & 0x3FFu);  // NaN stays quiet NaN
-  if (ax >= 0x477FF000u) return sign | 0x7C00u;  // >= 65520: ties to even round up to inf
-  if (ax < 0x38800000u) {                        // below 2^-14: subnormal or zero
-    // v * 2^24 is exact and < 1024; a result of 1024 is the smallest normal.
-    const float scaled = std::bit_cast<float>(ax) * 0x1p24f;
-    return sign | static_cast<uint16_t>(std::nearbyint(scaled));
-  }
-  uint32_t r = ax - ((127u - 15u) << 23);  // rebias; a mantissa carry bumps the exponent
-  r += 0xFFFu + ((r >> 13) & 1u);
-  return sign | static_cast<uint16_t>(r >> 13);
-}
-
-uint16_t float_to_bf16_bits(float f) {
-  uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((x >> 16) | 0x0040u);
-  x += 0x7FFFu + ((x >> 16) & 1u);  // ties to even; overflow carries into inf correctly
-  return static_cast<uint16_t>(x >> 16);
-}
-
 uint32_t encode(Format f, double x) { return encode_generic(x, layout_of(f)); }
 
 double decode(Format f, uint32_t bits) {

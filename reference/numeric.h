@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "float_bits.h"
+
 namespace dcp {
 
 enum class Format : uint8_t { kFp16, kBf16, kFp32 };
@@ -21,8 +23,7 @@ const char* format_name(Format f);   // "fp16", "bf16", "fp32"
 // Fast single-value paths (used in the generator's and checker's inner loops).
 float fp16_bits_to_float(uint16_t bits);
 float bf16_bits_to_float(uint16_t bits);
-uint16_t float_to_fp16_bits(float x);  // RNE
-uint16_t float_to_bf16_bits(float x);  // RNE
+// float_to_fp16_bits, float_to_bf16_bits (RNE): float_bits.h, shared with the device.
 
 // Generic paths from double: one rounding (no double rounding through float).
 uint32_t encode(Format f, double x);  // bits in the low 16 (fp16/bf16) or 32 bits

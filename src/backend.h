@@ -7,12 +7,15 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "case.h"
 #include "errors.h"
+#include "generator.h"
 #include "kernel_plugin.h"
+#include "phase_times.h"
 #include "rendezvous.h"
 #include "wait_status.h"
 
@@ -40,6 +43,9 @@ struct CallInputs {
   int slot = 0;              // ubatch slot
   uint32_t skew_ns = 0;      // delay before this call (0: none)
   std::vector<uint8_t> partial_output;  // T rows of out_token_stride() elements, out dtype
+  // Set instead of partial_output (left empty) for a backend that writes the
+  // inputs on the device (produces_inputs()): the streams they come from.
+  std::optional<OutputStreams> output_streams;
   std::vector<uint8_t> partial_lse;     // T rows of lse_token_stride() elements, lse dtype
   std::vector<int32_t> seq_lens;        // empty when the case has no masking
   std::vector<int32_t> query_start_loc; // seq_lens.size() + 1 entries, or empty
@@ -52,12 +58,18 @@ struct CallInputs {
 struct Batch {
   ExecMode mode = ExecMode::kEager;  // never kMixed here
   std::vector<CallInputs> calls;
+  // If set, the backend adds its stage, wait and collect time here (the case
+  // runner counts the rest of run_batch as launch).
+  PhaseTimes* phases = nullptr;
 };
 
 class RankBackend {
  public:
   virtual ~RankBackend() = default;
   virtual std::string name() const = 0;  // "gpu" or "host"
+  // True when the backend writes partial_output itself from
+  // CallInputs::output_streams (the GPU: a device kernel right before the call).
+  virtual bool produces_inputs() const { return false; }
   // Called by every group rank between two group barriers, so the workspace is
   // quiescent: resets every slot's epoch and flags when c.epoch_start is set.
   virtual void begin_case(const Case& c) = 0;

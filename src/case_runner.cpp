@@ -9,6 +9,8 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <future>
+#include <memory>
 #include <thread>
 
 #include "errors.h"
@@ -26,18 +28,26 @@ bool batch_has_op(const PlannedBatch& batch, int op_idx) {
                      [&](const PlannedCall& call) { return call.op_idx == op_idx; });
 }
 
-CallInputs make_call_inputs(const Case& c, const BackendConfig& bc, const PlannedCall& planned) {
+// A backend that produces its inputs on the device gets the output's streams
+// and the (small) LSE; the others get every byte.
+CallInputs make_call_inputs(const Case& c, const BackendConfig& bc, const PlannedCall& planned,
+                            bool device_produces) {
   CallInputs call;
   call.op_idx = planned.op_idx;
   call.slot = planned.slot;
   call.skew_ns = planned.skew_ns;
-  SourceInputs inputs = generate_source_inputs(c, bc.group_idx, planned.op_idx, bc.group_rank);
-  call.partial_output = std::move(inputs.partial_output);
-  call.partial_lse = std::move(inputs.partial_lse);
+  const OpGenerator gen(c, bc.group_idx, planned.op_idx);
+  if (device_produces) {
+    call.output_streams = output_streams(gen, c, bc.group_rank);
+    call.partial_lse = generate_source_lse(gen, c, bc.group_rank);
+  } else {
+    SourceInputs inputs = generate_source_inputs(c, bc.group_idx, planned.op_idx, bc.group_rank);
+    call.partial_output = std::move(inputs.partial_output);
+    call.partial_lse = std::move(inputs.partial_lse);
+  }
   if (c.empty != EmptyPattern::kNone) {
-    SequenceLayout layout = generate_layout(c, bc.group_idx, planned.op_idx);
-    call.seq_lens = layout.seq_lens.at(bc.group_rank);
-    call.query_start_loc = std::move(layout.query_start_loc);
+    call.seq_lens = gen.layout().seq_lens.at(bc.group_rank);
+    call.query_start_loc = gen.layout().query_start_loc;
   }
   return call;
 }
@@ -86,6 +96,72 @@ void accumulate_check(RankCaseResult& r, CallCheck&& check) {
   }
 }
 
+// One batch's outputs and the check running on them in the background.
+struct PendingCheck {
+  std::vector<int> ops;
+  std::vector<std::vector<uint8_t>> outputs;
+  std::future<std::vector<CallCheck>> checks;
+  double check_ms = 0;  // written by the check, read after checks.get()
+};
+
+// Checks batch k on another thread while the caller generates and runs
+// batch k + 1. Results are merged in op order, so the counts, the first
+// mismatches and the output hash are those of checking in sequence.
+class CheckPipeline {
+ public:
+  CheckPipeline(const Case& c, const CaseRunContext& ctx, RankCaseResult& result)
+      : c_(c), ctx_(ctx), bc_(*ctx.backend_config), result_(result) {}
+  ~CheckPipeline() {
+    if (pending_ && pending_->checks.valid()) pending_->checks.wait();  // never outlive it
+  }
+
+  void submit(std::vector<int> ops, std::vector<std::vector<uint8_t>> outputs) {
+    finish();
+    pending_ = std::make_unique<PendingCheck>();
+    pending_->ops = std::move(ops);
+    pending_->outputs = std::move(outputs);
+    PendingCheck* p = pending_.get();
+    pending_->checks = std::async(std::launch::async, [this, p] {
+      PhaseClock clock;
+      std::vector<CallCheck> checks;
+      for (size_t i = 0; i < p->outputs.size(); ++i) {
+        checks.push_back(check_call_output(c_, bc_.group_idx, bc_.group_rank, bc_.global_rank,
+                                           p->ops[i], p->outputs[i], ctx_.profile));
+      }
+      clock.lap(p->check_ms);
+      return checks;
+    });
+  }
+
+  // Waits for the pending check and merges it (op order), then hashes.
+  void finish() {
+    if (!pending_) return;
+    PhaseClock wait;
+    std::vector<CallCheck> checks = pending_->checks.get();
+    wait.lap(result_.phases.check_wait_ms);
+    result_.phases.check_ms += pending_->check_ms;
+    for (size_t i = 0; i < checks.size(); ++i) {
+      hash_ = fnv1a(hash_, pending_->outputs[i]);
+      accumulate_check(result_, std::move(checks[i]));
+      if (ctx_.progress) ctx_.progress(pending_->ops[i]);
+    }
+    if (ctx_.outputs != nullptr) {
+      for (auto& out : pending_->outputs) ctx_.outputs->push_back(std::move(out));
+    }
+    pending_.reset();
+  }
+
+  uint64_t hash() const { return hash_; }
+
+ private:
+  const Case& c_;
+  const CaseRunContext& ctx_;
+  const BackendConfig& bc_;
+  RankCaseResult& result_;
+  std::unique_ptr<PendingCheck> pending_;
+  uint64_t hash_ = kFnvOffset;
+};
+
 void run_batches(const Case& c, RankBackend& backend, const CaseRunContext& ctx,
                  RankCaseResult& result) {
   const BackendConfig& bc = *ctx.backend_config;
@@ -94,34 +170,41 @@ void run_batches(const Case& c, RankBackend& backend, const CaseRunContext& ctx,
                           fault.case_index == ctx.case_index;
   // An op past the end of the case fires at its last op, so a fault always fires.
   const int fault_op = std::clamp(fault.op_idx, 0, std::max(0, num_ops(c) - 1));
-  uint64_t hash = kFnvOffset;
+  const bool device_produces = backend.produces_inputs();
+  CheckPipeline pipeline(c, ctx, result);
+  PhaseTimes& phases = result.phases;
   for (const PlannedBatch& planned : plan_case(c, bc.group_rank)) {
     if (planned.calls.empty()) continue;
+    PhaseClock clock;
     Batch batch;
     batch.mode = planned.mode;
-    for (const PlannedCall& call : planned.calls)
-      batch.calls.push_back(make_call_inputs(c, bc, call));
+    batch.phases = &phases;
+    std::vector<int> ops;
+    for (const PlannedCall& call : planned.calls) {
+      batch.calls.push_back(make_call_inputs(c, bc, call, device_produces));
+      ops.push_back(call.op_idx);
+    }
+    clock.lap(phases.generate_ms);
     const bool fire = fault_here && batch_has_op(planned, fault_op);
     if (fire) fire_pre_dispatch_fault(fault, bc, backend.name());
     if (ctx.progress) ctx.progress(planned.calls.front().op_idx);
+    clock.restart();
+    const double accounted = phases.stage_ms + phases.wait_ms + phases.collect_ms;
     std::vector<std::vector<uint8_t>> outputs = backend.run_batch(c, batch);
+    double run_ms = 0;
+    clock.lap(run_ms);
+    phases.launch_ms += run_ms - (phases.stage_ms + phases.wait_ms + phases.collect_ms - accounted);
     DCP_CHECK(outputs.size() == batch.calls.size(), HarnessError,
               "backend returned {} outputs for {} calls", outputs.size(), batch.calls.size());
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      const int op = batch.calls[i].op_idx;
-      if (fire && fault.kind == FaultSpec::Kind::kCorrupt && op == fault_op) {
-        corrupt_output(outputs[i]);
+    if (fire && fault.kind == FaultSpec::Kind::kCorrupt) {
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        if (ops[i] == fault_op) corrupt_output(outputs[i]);
       }
-      hash = fnv1a(hash, outputs[i]);
-      accumulate_check(result, check_call_output(c, bc.group_idx, bc.group_rank, bc.global_rank, op,
-                                                 outputs[i], ctx.profile));
-      if (ctx.progress) ctx.progress(op);
     }
-    if (ctx.outputs != nullptr) {
-      for (auto& out : outputs) ctx.outputs->push_back(std::move(out));
-    }
+    pipeline.submit(std::move(ops), std::move(outputs));
   }
-  result.output_hash = hash;
+  pipeline.finish();
+  result.output_hash = pipeline.hash();
 }
 
 }  // namespace

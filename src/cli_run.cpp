@@ -113,6 +113,7 @@ class RunCommand {
     }
     if (r.status == CaseStatus::kError) last_error_ = r.case_id;  // its message is in its own result
     term_.case_finished(static_cast<int>(i), r);
+    report_.phases.add(r);
     report_.cases.push_back(std::move(r));
   }
 

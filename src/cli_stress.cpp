@@ -195,6 +195,7 @@ class StressCommand {
       const auto t0 = Clock::now();
       CaseResult r = session_.run(c, kStressSuite);
       run_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
+      report_.phases.add(r);
       // Workers share our process group: Ctrl-C kills them too. A case that
       // errored while we were being interrupted did not fail.
       if (interrupts_.signal_received() != 0 && r.status == CaseStatus::kError) break;
@@ -378,6 +379,7 @@ class StressCommand {
         static_cast<long long>(num_calls_), format_elapsed_s(elapsed_s()).c_str(), calls_per_s(),
         failures_.size(), failures_.size() == 1 ? "" : "s",
         static_cast<unsigned long long>(v_.seed));
+    if (v_.report.verbosity() >= 1) std::printf("%s\n", report_.phases.line().c_str());
     for (const StressFailure& f : failures_) {
       const bool small = f.shrunk && f.shrunk->num_steps > 0;
       std::printf("  %s\n",

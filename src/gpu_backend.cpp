@@ -31,6 +31,7 @@
 #include "cuda_raii.h"
 #include "direct_a2a.h"
 #include "errors.h"
+#include "input_producer.h"
 #include "kernel_instance.h"
 #include "mutants.h"
 #include "symmetric_memory.h"
@@ -58,10 +59,10 @@ struct CallShape {
 };
 
 struct CallBuffers {  // device side of one call
-  DeviceBuffer partial_output, partial_lse, seq_lens, query_start_loc, output;
+  DeviceBuffer partial_output, partial_lse, seq_lens, query_start_loc, output, token_normal;
 };
 struct CallStaging {  // host side of one call
-  PinnedBuffer partial_output, partial_lse, seq_lens, query_start_loc, output;
+  PinnedBuffer partial_output, partial_lse, seq_lens, query_start_loc, output, token_normal;
 };
 
 // Everything one op launch reads: the plugin call's arguments. Zeroed with
@@ -95,6 +96,7 @@ class GpuBackend final : public RankBackend {
   GpuBackend& operator=(const GpuBackend&) = delete;
 
   std::string name() const override { return "gpu"; }
+  bool produces_inputs() const override { return true; }
   void begin_case(const Case& c) override;
   std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) override;
   std::vector<double> bench(const Case& c, const Batch& batch, const BenchTiming& timing,
@@ -110,7 +112,7 @@ class GpuBackend final : public RankBackend {
   OpLaunch make_launch(const CallShape& sh, int slot, const CallBuffers& b) const;
   void enqueue_op(const OpLaunch& op, cudaStream_t s);
   void enqueue_call(const CallShape& sh, const CallInputs& in, CallStaging& st, CallBuffers& b,
-                    cudaStream_t s, cudaGraphExec_t graph);
+                    cudaStream_t s, cudaGraphExec_t graph, PhaseTimes* phases);
   void capture(SlotGraph& g, const OpLaunch& op, cudaStream_t s);
   cudaStream_t stream_for(int slot) const;
   void sync_all();
@@ -351,6 +353,8 @@ void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) co
   b.seq_lens.ensure(seq_bytes, rank);
   b.query_start_loc.ensure(seq_bytes, rank);
   b.output.ensure(sh.output_bytes, rank);
+  b.token_normal.ensure(sh.num_tokens, rank);
+  st.token_normal.ensure(sh.num_tokens, rank);
   st.partial_output.ensure(sh.in_out_bytes, rank);
   st.partial_lse.ensure(sh.in_lse_bytes, rank);
   st.seq_lens.ensure(seq_bytes, rank);
@@ -361,13 +365,22 @@ void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) co
 // Copies one call's inputs into pinned staging. Sequences are padded to
 // num_seq_slots with empty ranges at the end (query_start_loc repeats its last
 // entry, seq_lens 1): no token falls into them, so masking is unchanged.
+// partial_output is either bytes (copied) or streams (only their per-token
+// flags are staged; the producer kernel writes the values on the device).
 void GpuBackend::stage(const CallShape& sh, const CallInputs& in, CallStaging& st) const {
-  DCP_CHECK(in.partial_output.size() == sh.in_out_bytes && in.partial_lse.size() == sh.in_lse_bytes,
-            HarnessError, "call {}: inputs of {} and {} bytes, expected {} and {}", in.op_idx,
-            in.partial_output.size(), in.partial_lse.size(), sh.in_out_bytes, sh.in_lse_bytes);
+  const size_t out_bytes =
+      in.output_streams ? in.output_streams->token_normal.size() : in.partial_output.size();
+  const size_t want_out = in.output_streams ? static_cast<size_t>(sh.num_tokens) : sh.in_out_bytes;
+  DCP_CHECK(out_bytes == want_out && in.partial_lse.size() == sh.in_lse_bytes, HarnessError,
+            "call {}: inputs of {} and {} bytes, expected {} and {}", in.op_idx, out_bytes,
+            in.partial_lse.size(), want_out, sh.in_lse_bytes);
   DCP_CHECK(in.slot >= 0 && in.slot < kMaxSlots, HarnessError, "call {}: slot {} out of range",
             in.op_idx, in.slot);
-  std::memcpy(st.partial_output.data(), in.partial_output.data(), sh.in_out_bytes);
+  if (in.output_streams) {
+    std::memcpy(st.token_normal.data(), in.output_streams->token_normal.data(), out_bytes);
+  } else {
+    std::memcpy(st.partial_output.data(), in.partial_output.data(), sh.in_out_bytes);
+  }
   std::memcpy(st.partial_lse.data(), in.partial_lse.data(), sh.in_lse_bytes);
   if (sh.num_seq_slots == 0) return;
   const size_t num_seqs = in.seq_lens.size();
@@ -415,11 +428,23 @@ void GpuBackend::enqueue_op(const OpLaunch& op, cudaStream_t s) {
 }
 
 void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallStaging& st,
-                              CallBuffers& b, cudaStream_t s, cudaGraphExec_t graph) {
+                              CallBuffers& b, cudaStream_t s, cudaGraphExec_t graph,
+                              PhaseTimes* phases) {
+  PhaseClock clock;
   stage(sh, in, st);
-  check(cudaMemcpyAsync(b.partial_output.data(), st.partial_output.data(), sh.in_out_bytes,
-                        cudaMemcpyHostToDevice, s),
-        "copy partial_output in", false);
+  if (phases != nullptr) clock.lap(phases->stage_ms);
+  if (in.output_streams) {
+    check(cudaMemcpyAsync(b.token_normal.data(), st.token_normal.data(), sh.num_tokens,
+                          cudaMemcpyHostToDevice, s),
+          "copy token flags in", false);
+    const OutputRecipe r = in.output_streams->recipe(
+        *current_, static_cast<const uint8_t*>(b.token_normal.data()));
+    check(launch_input_producer(r, b.partial_output.data(), s), "produce partial_output", false);
+  } else {
+    check(cudaMemcpyAsync(b.partial_output.data(), st.partial_output.data(), sh.in_out_bytes,
+                          cudaMemcpyHostToDevice, s),
+          "copy partial_output in", false);
+  }
   check(cudaMemcpyAsync(b.partial_lse.data(), st.partial_lse.data(), sh.in_lse_bytes,
                         cudaMemcpyHostToDevice, s),
         "copy partial_lse in", false);
@@ -476,15 +501,24 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch(const Case& c, const Bat
   if (staging_.size() < std::max<size_t>(n, 1)) staging_.resize(std::max<size_t>(n, 1));
   std::vector<std::vector<uint8_t>> outputs;
   outputs.reserve(n);
+  PhaseTimes unused;
+  PhaseTimes& phases = batch.phases != nullptr ? *batch.phases : unused;
   auto collect = [&](const CallStaging& st) {
+    PhaseClock clock;
     const auto* p = static_cast<const uint8_t*>(st.output.data());
     outputs.emplace_back(p, p + sh.output_bytes);
+    clock.lap(phases.collect_ms);
+  };
+  auto wait = [&] {
+    PhaseClock clock;
+    sync_all();
+    clock.lap(phases.wait_ms);
   };
   if (batch.mode == ExecMode::kEager) {
     for (const CallInputs& in : batch.calls) {
       ensure(sh, eager_buffers_, staging_[0]);
-      enqueue_call(sh, in, staging_[0], eager_buffers_, stream_for(in.slot), nullptr);
-      sync_all();
+      enqueue_call(sh, in, staging_[0], eager_buffers_, stream_for(in.slot), nullptr, &phases);
+      wait();
       collect(staging_[0]);
     }
   } else if (batch.mode == ExecMode::kPipelined) {
@@ -492,9 +526,9 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch(const Case& c, const Bat
     for (size_t i = 0; i < n; ++i) {
       ensure(sh, pipe_buffers_[i], staging_[i]);
       enqueue_call(sh, batch.calls[i], staging_[i], pipe_buffers_[i],
-                   stream_for(batch.calls[i].slot), nullptr);
+                   stream_for(batch.calls[i].slot), nullptr, &phases);
     }
-    sync_all();
+    wait();
     for (size_t i = 0; i < n; ++i) collect(staging_[i]);
   } else {
     for (size_t i = 0; i < n; ++i) {
@@ -508,15 +542,15 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch(const Case& c, const Bat
         if (!g.warmed && cfg_.kernel->info().has(DCP_CAP_EAGER_BEFORE_CAPTURE)) {
           // Every rank runs the case's calls in the same order, so this extra
           // call (its output discarded) lines up across the group too.
-          enqueue_call(sh, in, staging_[i], g.buffers, s, nullptr);
-          sync_all();
+          enqueue_call(sh, in, staging_[i], g.buffers, s, nullptr, &phases);
+          wait();
         }
         capture(g, op, s);
       }
       g.warmed = true;
-      enqueue_call(sh, in, staging_[i], g.buffers, s, g.exec.get());
+      enqueue_call(sh, in, staging_[i], g.buffers, s, g.exec.get(), &phases);
     }
-    sync_all();
+    wait();
     for (size_t i = 0; i < n; ++i) collect(staging_[i]);
   }
   current_ = nullptr;

@@ -142,6 +142,7 @@ nlohmann::ordered_json report_to_json(const RunReport& report) {
       {"verdict", verdict_word(report.exit_code)},
       {"exit_code", report.exit_code},
       {"cases", cases},
+      {"phases", report.phases.to_json()},
   };
   if (report.repeat) {
     j["repeat"] = {{"runs", report.repeat->runs},

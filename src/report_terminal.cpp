@@ -290,6 +290,7 @@ void TerminalReporter::summary(const RunReport& report) {
       break;
     }
   }
+  if (style_.verbosity >= 1 && !report.phases.empty()) fmt::print(out_, "{}\n", report.phases.line());
   fmt::print(out_, "{}: {} cases: {} passed, {} failed, {} errors, {} skipped in {} [backend {}]\n",
              paint(word, colour), c.total, c.passed, c.failed, c.errors, c.skipped,
              format_duration(report.wall_s * 1000),

@@ -55,6 +55,24 @@ void from_json(const nlohmann::json& j, Mismatch& m) {
   j.at("likely_source").get_to(m.likely_source);
 }
 
+void to_json(nlohmann::json& j, const PhaseTimes& p) {
+  j = nlohmann::json{{"generate_ms", p.generate_ms}, {"stage_ms", p.stage_ms},
+                     {"launch_ms", p.launch_ms},     {"wait_ms", p.wait_ms},
+                     {"collect_ms", p.collect_ms},   {"check_ms", p.check_ms},
+                     {"check_wait_ms", p.check_wait_ms}, {"barrier_ms", p.barrier_ms}};
+}
+
+void from_json(const nlohmann::json& j, PhaseTimes& p) {
+  j.at("generate_ms").get_to(p.generate_ms);
+  j.at("stage_ms").get_to(p.stage_ms);
+  j.at("launch_ms").get_to(p.launch_ms);
+  j.at("wait_ms").get_to(p.wait_ms);
+  j.at("collect_ms").get_to(p.collect_ms);
+  j.at("check_ms").get_to(p.check_ms);
+  j.at("check_wait_ms").get_to(p.check_wait_ms);
+  j.at("barrier_ms").get_to(p.barrier_ms);
+}
+
 void to_json(nlohmann::json& j, const RankCaseResult& r) {
   j = nlohmann::json{{"case_id", r.case_id},
                      {"rank", r.rank},
@@ -65,6 +83,7 @@ void to_json(nlohmann::json& j, const RankCaseResult& r) {
                      {"first_mismatches", r.first_mismatches},
                      {"output_hash", r.output_hash},
                      {"elapsed_ms", number(r.elapsed_ms)},
+                     {"phases", r.phases},
                      {"error", r.error},
                      {"error_kind", r.error_kind}};
 }
@@ -79,6 +98,7 @@ void from_json(const nlohmann::json& j, RankCaseResult& r) {
   j.at("first_mismatches").get_to(r.first_mismatches);
   j.at("output_hash").get_to(r.output_hash);
   r.elapsed_ms = read_number(j, "elapsed_ms");
+  if (j.contains("phases")) j.at("phases").get_to(r.phases);
   j.at("error").get_to(r.error);
   j.at("error_kind").get_to(r.error_kind);
 }

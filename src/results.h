@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "case.h"
+#include "phase_times.h"
 
 namespace dcp {
 
@@ -37,6 +38,7 @@ struct RankCaseResult {
   std::vector<Mismatch> first_mismatches;  // up to 8
   uint64_t output_hash = 0;    // 64-bit word-wise hash over every output byte of every call
   double elapsed_ms = 0;
+  PhaseTimes phases;           // where elapsed_ms went (phase_times.h)
   std::string error;           // non-empty when the case could not complete
   std::string error_kind;      // "", "kernel", "harness"
 };
@@ -55,6 +57,8 @@ struct CaseResult {
 
 void to_json(nlohmann::json& j, const Mismatch& m);
 void from_json(const nlohmann::json& j, Mismatch& m);
+void to_json(nlohmann::json& j, const PhaseTimes& p);
+void from_json(const nlohmann::json& j, PhaseTimes& p);
 void to_json(nlohmann::json& j, const RankCaseResult& r);
 void from_json(const nlohmann::json& j, RankCaseResult& r);
 std::string_view to_string(CaseStatus s);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "phase_summary.h"
 #include "results.h"
 #include "session.h"
 
@@ -35,6 +36,7 @@ struct RunReport {
   uint64_t seed = 0;
   std::optional<EnvironmentInfo> environment;  // absent if no session started
   std::vector<CaseResult> cases;        // in run order, skipped ones included
+  PhaseTotals phases;                   // over every case that ran (stress: not only those kept)
   std::optional<RepeatSummary> repeat;
   std::string started_at;               // ISO 8601 UTC
   double wall_s = 0;

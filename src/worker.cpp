@@ -123,6 +123,7 @@ void merge_results(RankCaseResult& into, const RankCaseResult& more) {
   }
   into.passed = into.passed && more.passed;
   into.elapsed_ms += more.elapsed_ms;
+  into.phases += more.phases;
   into.output_hash = fnv1a(
       into.output_hash, std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(&more.output_hash),
                                              reinterpret_cast<const uint8_t*>(&more.output_hash) +
@@ -235,6 +236,8 @@ RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::s
   };
   const BackendConfig* bc = nullptr;
   RankBackend* backend = nullptr;
+  PhaseClock barriers;
+  double barrier_ms = 0;
   try {
     std::tie(bc, backend) = backend_for(c, kernel);
     ctx.backend_config = bc;
@@ -242,6 +245,7 @@ RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::s
     rendezvous_->barrier(key + "-begin", bc->members);
     backend->begin_case(c);
     rendezvous_->barrier(key + "-go", bc->members);
+    barriers.lap(barrier_ms);
   } catch (const std::exception& e) {
     RankCaseResult r;
     r.case_id = format_case_id(c);
@@ -250,7 +254,9 @@ RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::s
     r.error_kind = dynamic_cast<const KernelFault*>(&e) != nullptr ? "kernel" : "harness";
     return r;
   }
-  return run_case_on_rank(c, *backend, ctx);
+  RankCaseResult result = run_case_on_rank(c, *backend, ctx);
+  result.phases.barrier_ms += barrier_ms;
+  return result;
 }
 
 void Worker::run_one_case(const nlohmann::json& msg) {

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Prints the throughput table (docs/results) from the JSON reports and the
+checker_bench log that `ci/gpu.sh perf` leaves in OUT. Exit 1 if a report is
+missing or unreadable."""
+import json
+import re
+import sys
+from pathlib import Path
+
+GOALS = [  # (label, file, what, goal, higher is better)
+    ("`stress --world 4 --geometry kimi --mps on`, checked calls/s", "perf-stress-w4.json", "calls", 1000, True),
+    ("`stress --world 2 --geometry kimi --mps on`, checked calls/s", "perf-stress-w2.json", "calls", 1500, True),
+    ("default suite, `--world 4 --geometry kimi --mps on`, wall s", "perf-suite-w4.json", "wall", 6, False),
+    ("default suite, `--world 2`, wall s", "perf-suite-w2.json", "wall", 3, False),
+]
+PHASES = ["generate", "stage", "launch", "wait", "collect", "check", "check_wait", "barrier"]
+
+
+def phase_means(report):
+    ranks = report["phases"]["per_rank"]
+    n = max(1, len(ranks))
+    return {p: sum(r[p + "_ms"] for r in ranks) / n / 1e3 for p in PHASES}, report["phases"]["bound_by"]
+
+
+def main(out):
+    out = Path(out)
+    rows, ok = [], True
+    print("| measure | measured | goal | met | bound by | phases per rank, s (generate/stage/launch/wait/collect/check/check-wait/barrier) |")
+    print("|---|---|---|---|---|---|")
+    for label, name, what, goal, higher in GOALS:
+        try:
+            report = json.loads((out / name).read_text())
+        except (OSError, ValueError) as e:
+            print(f"| {label} | missing ({e}) | {goal} | no | | |")
+            ok = False
+            continue
+        value = report["stress"]["calls_per_s"] if what == "calls" else report["wall_s"]
+        met = value >= goal if higher else value <= goal
+        means, bound = phase_means(report)
+        phases = " / ".join(f"{means[p]:.2f}" for p in PHASES)
+        verdict = report["verdict"]
+        print(f"| {label} | {value:.1f} ({verdict}) | {'>=' if higher else '<='} {goal} | {'yes' if met else 'no'} | {bound} | {phases} |")
+    try:
+        log = (out / "perf-checker.log").read_text()
+        for line in log.splitlines():
+            m = re.match(r"\s*(\d+)\s+([\d.]+)\s+", line)
+            if m:
+                t, ms = int(m.group(1)), float(m.group(2))
+                print(f"| checker, one kimi T=128 call, {t} thread{'s' if t > 1 else ''} (median ms) | {ms:.2f} | <= 3 | {'yes' if ms <= 3 else 'no'} | | |")
+    except OSError as e:
+        print(f"| checker | missing ({e}) | <= 3 | no | | |")
+        ok = False
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/out"))

@@ -1,0 +1,74 @@
+#include "phase_summary.h"
+
+#include <fmt/format.h>
+
+#include <utility>
+#include <vector>
+
+namespace dcp {
+namespace {
+
+// The phases on the case runner's own path, in the order a call goes through them.
+std::vector<std::pair<const char*, double>> serial_phases(const PhaseTimes& p) {
+  return {{"generate", p.generate_ms}, {"stage", p.stage_ms},     {"launch", p.launch_ms},
+          {"wait", p.wait_ms},         {"collect", p.collect_ms}, {"check-wait", p.check_wait_ms},
+          {"barrier", p.barrier_ms}};
+}
+
+}  // namespace
+
+void PhaseTotals::add(const CaseResult& r) {
+  for (const RankCaseResult& rank : r.ranks) {
+    by_rank_[rank.rank] += rank.phases;
+    ++cases_[rank.rank];
+  }
+}
+
+PhaseTimes PhaseTotals::mean() const {
+  PhaseTimes sum;
+  for (const auto& [rank, p] : by_rank_) sum += p;
+  const double n = by_rank_.empty() ? 1.0 : static_cast<double>(by_rank_.size());
+  PhaseTimes m;
+  m.generate_ms = sum.generate_ms / n;
+  m.stage_ms = sum.stage_ms / n;
+  m.launch_ms = sum.launch_ms / n;
+  m.wait_ms = sum.wait_ms / n;
+  m.collect_ms = sum.collect_ms / n;
+  m.check_ms = sum.check_ms / n;
+  m.check_wait_ms = sum.check_wait_ms / n;
+  m.barrier_ms = sum.barrier_ms / n;
+  return m;
+}
+
+std::string PhaseTotals::bound_by() const {
+  if (empty()) return "";
+  std::pair<const char*, double> top{"", -1};
+  for (const auto& phase : serial_phases(mean())) {
+    if (phase.second > top.second) top = phase;
+  }
+  return top.first;
+}
+
+nlohmann::ordered_json PhaseTotals::to_json() const {
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (const auto& [rank, p] : by_rank_) {
+    nlohmann::json phases = p;
+    nlohmann::ordered_json row = {{"rank", rank}, {"cases", cases_.at(rank)}};
+    for (const auto& [key, value] : phases.items()) row[key] = value;
+    ranks.push_back(std::move(row));
+  }
+  return {{"per_rank", std::move(ranks)}, {"bound_by", bound_by()}};
+}
+
+std::string PhaseTotals::line() const {
+  if (empty()) return "phases: no case reached a rank";
+  const PhaseTimes m = mean();
+  return fmt::format(
+      "phases (s, mean of {} rank{}): generate {:.2f}, stage {:.2f}, launch {:.2f}, wait {:.2f}, "
+      "collect {:.2f}, check {:.2f} (waited for {:.2f}), barrier {:.2f}; bound by {}",
+      by_rank_.size(), by_rank_.size() == 1 ? "" : "s", m.generate_ms / 1e3, m.stage_ms / 1e3,
+      m.launch_ms / 1e3, m.wait_ms / 1e3, m.collect_ms / 1e3, m.check_ms / 1e3,
+      m.check_wait_ms / 1e3, m.barrier_ms / 1e3, bound_by());
+}
+
+}  // namespace dcp

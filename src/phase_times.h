@@ -1,0 +1,51 @@
+// Where one rank's time goes in a case: wall milliseconds per phase, summed
+// over the case's calls. The check of call k runs beside the launch and wait
+// of call k + 1, so the phases can add up to more than the case's elapsed
+// time; check_wait_ms is the part of the check the runner waited for.
+#pragma once
+
+#include <chrono>
+
+namespace dcp {
+
+struct PhaseTimes {
+  double generate_ms = 0;    // host input generation
+  double stage_ms = 0;       // inputs into pinned staging (GPU)
+  double launch_ms = 0;      // enqueueing producer, copies, the op, graph capture and replay;
+                             // on the host backends the whole (synchronous) model call
+  double wait_ms = 0;        // blocked on the device (stream synchronisation)
+  double collect_ms = 0;     // outputs out of staging
+  double check_ms = 0;       // float64 check and output hash (beside the next call)
+  double check_wait_ms = 0;  // waiting for a check to finish
+  double barrier_ms = 0;     // group barriers and begin_case before the calls
+
+  PhaseTimes& operator+=(const PhaseTimes& o) {
+    generate_ms += o.generate_ms;
+    stage_ms += o.stage_ms;
+    launch_ms += o.launch_ms;
+    wait_ms += o.wait_ms;
+    collect_ms += o.collect_ms;
+    check_ms += o.check_ms;
+    check_wait_ms += o.check_wait_ms;
+    barrier_ms += o.barrier_ms;
+    return *this;
+  }
+};
+
+// Adds the time since the last lap (or construction) to a phase.
+class PhaseClock {
+ public:
+  using Clock = std::chrono::steady_clock;
+  PhaseClock() : last_(Clock::now()) {}
+  void lap(double& into) {
+    const Clock::time_point now = Clock::now();
+    into += std::chrono::duration<double, std::milli>(now - last_).count();
+    last_ = now;
+  }
+  void restart() { last_ = Clock::now(); }
+
+ private:
+  Clock::time_point last_;
+};
+
+}  // namespace dcp
