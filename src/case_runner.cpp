@@ -106,7 +106,10 @@ struct PendingCheck {
 
 // Checks batch k on another thread while the caller generates and runs
 // batch k + 1. Results are merged in op order, so the counts, the first
-// mismatches and the output hash are those of checking in sequence.
+// mismatches and the output hash are those of checking in sequence. A small
+// batch is checked inline: handing it to a thread costs more than it saves.
+constexpr size_t kOverlapMinBytes = size_t{256} << 10;  // 128 Ki 16-bit elements
+
 class CheckPipeline {
  public:
   CheckPipeline(const Case& c, const CaseRunContext& ctx, RankCaseResult& result)
@@ -121,7 +124,10 @@ class CheckPipeline {
     pending_->ops = std::move(ops);
     pending_->outputs = std::move(outputs);
     PendingCheck* p = pending_.get();
-    pending_->checks = std::async(std::launch::async, [this, p] {
+    size_t bytes = 0;
+    for (const auto& out : p->outputs) bytes += out.size();
+    const auto policy = bytes >= kOverlapMinBytes ? std::launch::async : std::launch::deferred;
+    pending_->checks = std::async(policy, [this, p] {
       PhaseClock clock;
       std::vector<CallCheck> checks;
       for (size_t i = 0; i < p->outputs.size(); ++i) {
@@ -131,13 +137,14 @@ class CheckPipeline {
       clock.lap(p->check_ms);
       return checks;
     });
+    if (policy == std::launch::deferred) finish();  // small: checked now, inline
   }
 
   // Waits for the pending check and merges it (op order), then hashes.
   void finish() {
     if (!pending_) return;
     PhaseClock wait;
-    std::vector<CallCheck> checks = pending_->checks.get();
+    std::vector<CallCheck> checks = pending_->checks.get();  // a deferred check runs here
     wait.lap(result_.phases.check_wait_ms);
     result_.phases.check_ms += pending_->check_ms;
     for (size_t i = 0; i < checks.size(); ++i) {
