@@ -39,6 +39,10 @@ CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int gl
 // `override_threads` when it is > 0.
 int checker_threads(int ranks_per_host, int override_threads = 0);
 
+// The float64 reference of one call's output on `group_rank`, rounded once to
+// the output dtype: an output the checker passes (benchmarks, tests).
+std::vector<uint8_t> rounded_reference_output(const Case& c, int group_idx, int group_rank, int op);
+
 // The per-element bound documented in checker.cpp (additive: exposed so tests
 // and reports can show it). abs_sum = sum_s w_s |x_s|; lse_magnitude = max over
 // contributing sources of |l2_s|, plus |m| (CombineWeights::lse_magnitude).

@@ -27,33 +27,6 @@ namespace {
 
 using namespace dcp;
 
-std::vector<uint8_t> reference_output(const Case& c, int group_idx, int group_rank, int op) {
-  const OpGenerator gen(c, group_idx, op);
-  const Format f = format_of(c.out_dtype);
-  const int w = c.dcp_size, hc = c.geometry.heads_per_rank, dc = c.geometry.head_dim;
-  std::vector<uint8_t> out(static_cast<size_t>(c.num_tokens) * hc * dc * format_bytes(f));
-  std::vector<std::vector<double>> x(static_cast<size_t>(w), std::vector<double>(dc));
-  std::vector<SourceLse> lse(static_cast<size_t>(w));
-  for (int t = 0; t < c.num_tokens; ++t) {
-    for (int h = 0; h < hc; ++h) {
-      const int head = group_rank * hc + h;
-      std::vector<const double*> ptrs(static_cast<size_t>(w), nullptr);
-      for (int s = 0; s < w; ++s) {
-        lse[static_cast<size_t>(s)] = {gen.lse_value(s, t, head), gen.row_masked(s, t)};
-        gen.output_row(s, t, head, x[static_cast<size_t>(s)].data());
-        ptrs[static_cast<size_t>(s)] = x[static_cast<size_t>(s)].data();
-      }
-      const CombineRow row =
-          combine_row(lse, c.lse_base == LseBase::kE ? LogBase::kE : LogBase::k2, ptrs, dc);
-      for (int d = 0; d < dc; ++d) {
-        write_value(f, out.data(), (static_cast<size_t>(t) * hc + h) * dc + d,
-                    row.out[static_cast<size_t>(d)]);
-      }
-    }
-  }
-  return out;
-}
-
 std::vector<int> parse_list(const char* s) {
   std::vector<int> v;
   for (const char* p = s; *p;) {
@@ -101,7 +74,7 @@ int main(int argc, char** argv) {
   c.empty = empty ? EmptyPattern::kRandom : EmptyPattern::kNone;
   c.seed = 0x14c4ec;
   const int group_idx = 0, group_rank = 1, op = 0;
-  std::vector<uint8_t> got = reference_output(c, group_idx, group_rank, op);
+  std::vector<uint8_t> got = rounded_reference_output(c, group_idx, group_rank, op);
   if (poison) std::fill(got.begin(), got.end(), 0xFF);
   CheckProfile profile;
   profile.upstream = upstream;

@@ -1,0 +1,92 @@
+// The case runner checks batch k beside batch k + 1: its results must be
+// exactly those of checking every call in sequence.
+#include "case_runner.h"
+
+#include <doctest/doctest.h>
+
+#include "checker.h"
+#include "geometry.h"
+
+namespace dcp {
+namespace {
+
+// Returns the reference output of every call, one element wrong in `bad_ops`.
+class ScriptedBackend final : public RankBackend {
+ public:
+  ScriptedBackend(const BackendConfig& bc, std::vector<int> bad_ops)
+      : bc_(bc), bad_ops_(std::move(bad_ops)) {}
+  std::string name() const override { return "scripted"; }
+  void begin_case(const Case&) override {}
+  std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) override {
+    std::vector<std::vector<uint8_t>> outs;
+    for (const CallInputs& in : batch.calls) {
+      std::vector<uint8_t> out = rounded_reference_output(c, bc_.group_idx, bc_.group_rank, in.op_idx);
+      if (std::find(bad_ops_.begin(), bad_ops_.end(), in.op_idx) != bad_ops_.end()) {
+        out[out.size() / 2 + 1] ^= 0x40;  // one element far off
+      }
+      outs.push_back(std::move(out));
+    }
+    return outs;
+  }
+
+ private:
+  BackendConfig bc_;
+  std::vector<int> bad_ops_;
+};
+
+TEST_CASE("overlapped checks give the counts, first mismatches and hash of checking in order") {
+  Case c;
+  c.dcp_size = 2;
+  c.geometry = *find_geometry("kimi");
+  c.num_tokens = 64;  // 1 MiB outputs: checked beside the next call
+  c.num_calls = 5;
+  c.mode = ExecMode::kEager;
+  c.seed = 0x0a1;
+  BackendConfig bc;
+  bc.dcp_size = 2;
+  bc.group_rank = 1;
+  bc.global_rank = 1;
+  bc.members = {0, 1};
+  bc.geometry = c.geometry;
+  ScriptedBackend backend(bc, {3, 1});
+  CaseRunContext ctx;
+  ctx.backend_config = &bc;
+  ctx.profile.num_threads = 2;
+  std::vector<int> progress;
+  ctx.progress = [&](int op) { progress.push_back(op); };
+  std::vector<std::vector<uint8_t>> outputs;
+  ctx.outputs = &outputs;
+  const RankCaseResult r = run_case_on_rank(c, backend, ctx);
+  REQUIRE(r.error.empty());
+
+  RankCaseResult want;
+  uint64_t hash = kFnvOffset;
+  std::vector<std::vector<uint8_t>> want_outputs;
+  for (int op = 0; op < c.num_calls; ++op) {
+    Batch b;
+    b.calls.resize(1);
+    b.calls[0].op_idx = op;
+    std::vector<uint8_t> out = backend.run_batch(c, b).front();
+    const CallCheck k = check_call_output(c, 0, 1, 1, op, out, ctx.profile);
+    want.num_checked += k.num_checked;
+    want.num_mismatches += k.num_mismatches;
+    for (const Mismatch& m : k.first_mismatches) want.first_mismatches.push_back(m);
+    hash = fnv1a(hash, out);
+    want_outputs.push_back(std::move(out));
+  }
+  CHECK(r.num_checked == want.num_checked);
+  CHECK(r.num_mismatches == 2);
+  CHECK(r.num_mismatches == want.num_mismatches);
+  REQUIRE(r.first_mismatches.size() == 2);
+  CHECK(r.first_mismatches[0].op_idx == 1);  // the first failing call first
+  CHECK(r.first_mismatches[1].op_idx == 3);
+  CHECK(r.output_hash == hash);
+  CHECK(outputs == want_outputs);
+  CHECK_FALSE(r.passed);
+  // A heartbeat before each call and after each check, checks in op order.
+  CHECK(progress == std::vector<int>{0, 1, 0, 2, 1, 3, 2, 4, 3, 4});
+  CHECK(r.phases.check_ms > 0);
+}
+
+}  // namespace
+}  // namespace dcp
