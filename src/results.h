@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "case.h"
+#include "failure.h"
 
 namespace dcp {
 
@@ -38,7 +39,9 @@ struct RankCaseResult {
   uint64_t output_hash = 0;    // 64-bit word-wise hash over every output byte of every call
   double elapsed_ms = 0;
   std::string error;           // non-empty when the case could not complete
-  std::string error_kind;      // "", "kernel", "harness"
+  // Set where the failure was found; kNone when passed. JSON: "failure" (its
+  // name) and, for older readers, "error_kind" (error_class()).
+  FailureKind failure = FailureKind::kNone;
 };
 
 enum class CaseStatus { kPass, kFail, kError, kSkipped };
@@ -47,6 +50,7 @@ struct CaseResult {
   std::string case_id;
   std::string suite;
   CaseStatus status = CaseStatus::kSkipped;
+  FailureKind failure = FailureKind::kNone;  // kFail/kError: the headline of the ranks' kinds
   std::string message;         // one-line summary of the failure or skip reason
   std::string replay;          // full replay command line
   double elapsed_ms = 0;       // max over ranks
@@ -58,6 +62,10 @@ void from_json(const nlohmann::json& j, Mismatch& m);
 void to_json(nlohmann::json& j, const RankCaseResult& r);
 void from_json(const nlohmann::json& j, RankCaseResult& r);
 std::string_view to_string(CaseStatus s);
+// What a checked rank found: kNone, kMismatch, or kNan when every wrong element is NaN.
+FailureKind check_failure(int64_t num_mismatches, int64_t num_nan, bool passed);
+// The headline of the ranks' kinds (failure.h's order); kNone if none failed.
+FailureKind case_failure(const std::vector<RankCaseResult>& ranks);
 
 // A geometry as JSON (every field), for the worker config and failure bundles.
 nlohmann::json geometry_json(const Geometry& g);
