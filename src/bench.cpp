@@ -53,6 +53,12 @@ bool BenchResult::all_checks_passed() const {
                      [](const BenchPoint& p) { return p.check.status == CaseStatus::kPass; });
 }
 
+Findings bench_findings(const BenchResult& r) {
+  std::vector<CaseResult> checks;
+  for (const BenchPoint& p : r.points) checks.push_back(p.check);
+  return findings_of(checks, 0);
+}
+
 std::vector<Impl> bench_impls(std::string_view impl_flag, bool ranks_share_gpu,
                               bool allow_shared_gpu, std::string* note) {
   std::vector<Impl> impls;

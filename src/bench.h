@@ -12,6 +12,7 @@
 
 #include "backend.h"
 #include "case.h"
+#include "exit_code.h"
 #include "results.h"
 
 namespace dcp {
@@ -57,6 +58,9 @@ struct BenchResult {
   std::vector<BenchPoint> points;
   bool all_checks_passed() const;
 };
+
+// The exit_code() findings of a bench: each point's output check, as a case.
+Findings bench_findings(const BenchResult& r);
 
 // Which impls run. Throws UsageError (exit 2) when ranks share a GPU and the
 // caller did not allow it, or asked for stock only; with both and an allowed

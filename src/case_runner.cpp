@@ -271,12 +271,10 @@ RankCaseResult run_case_on_rank(const Case& c, RankBackend& backend, const CaseR
   try {
     run_batches(c, backend, ctx, result);
     result.passed = result.num_mismatches == 0 && result.num_checked > 0;
-  } catch (const KernelFault& e) {
-    result.error = e.what();
-    result.error_kind = "kernel";
+    result.failure = check_failure(result.num_mismatches, result.num_nan, result.passed);
   } catch (const std::exception& e) {
     result.error = e.what();
-    result.error_kind = "harness";
+    result.failure = failure_kind_of(e);
   }
   if (!result.error.empty()) result.passed = false;
   result.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();

@@ -28,7 +28,7 @@ struct CaseRunContext {
 };
 
 // Never throws for kernel or harness faults: they become result.error and
-// result.error_kind ("kernel" or "harness"). Exceptions that are not
+// result.failure (failure_kind_of the exception; else the checker's kind). Exceptions that are not
 // std::exception (ShutdownRequested) pass through.
 RankCaseResult run_case_on_rank(const Case& c, RankBackend& backend, const CaseRunContext& ctx);
 

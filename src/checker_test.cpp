@@ -491,7 +491,7 @@ TEST_CASE("results travel as JSON, NaN and infinities included") {
   r.num_nan = 1;
   r.output_hash = 0xFEDCBA9876543210ull;
   r.elapsed_ms = 1.5;
-  r.error_kind = "kernel";
+  r.failure = FailureKind::kTrap;
   Mismatch m;
   m.rank = 3;
   m.token = 4;
@@ -509,7 +509,9 @@ TEST_CASE("results travel as JSON, NaN and infinities included") {
   CHECK(back.case_id == r.case_id);
   CHECK(back.output_hash == r.output_hash);
   CHECK(back.num_checked == 1234);
-  CHECK(back.error_kind == "kernel");
+  CHECK(j["failure"] == "trap");
+  CHECK(j["error_kind"] == "kernel");  // the older coarse class, for older readers
+  CHECK(back.failure == FailureKind::kTrap);
   REQUIRE(back.first_mismatches.size() == 2u);
   CHECK(std::isnan(back.first_mismatches[0].got));
   CHECK(back.first_mismatches[0].want == 0.25);

@@ -12,6 +12,7 @@
 #include "bench.h"
 #include "cli.h"
 #include "errors.h"
+#include "exit_code.h"
 #include "options.h"
 #include "session.h"
 
@@ -108,18 +109,6 @@ void write_file(const std::string& path, const std::string& text) {
   if (!out) throw HarnessError(fmt::format("cannot write {}", path));
 }
 
-// 0 every check passed; 1 a kernel failure; 3 the harness failed.
-int exit_code(const BenchResult& r) {
-  for (const BenchPoint& p : r.points) {
-    if (p.check.status == CaseStatus::kPass) continue;
-    for (const RankCaseResult& rr : p.check.ranks) {
-      if (rr.error_kind == "harness") return kExitHarness;
-    }
-    return kExitKernelFailure;
-  }
-  return 0;
-}
-
 int execute(const ValidBench& v, const std::vector<std::string>& argv) {
   Session session(v.config);
   const EnvironmentInfo& env = session.environment();
@@ -141,7 +130,7 @@ int execute(const ValidBench& v, const std::vector<std::string>& argv) {
     write_file(v.json_path, j.dump(2) + "\n");
   }
   if (!v.csv_path.empty()) write_file(v.csv_path, bench_csv(result));
-  const int code = exit_code(result);
+  const int code = exit_code(bench_findings(result));
   fmt::print("{}\n", code == 0 ? "bench: every output check passed"
                                : "bench: FAILED (see the output check lines above)");
   return code;

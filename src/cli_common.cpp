@@ -107,18 +107,17 @@ CaseResult skipped_result(const Case& c, const std::string& suite, const std::st
   return r;
 }
 
-CaseResult error_result(const Case& c, const std::string& suite, const std::string& kind,
-                        const std::string& message, const std::string& replay) {
-  CaseResult r = skipped_result(c, suite, message, replay);
+CaseResult error_result(const Case& c, const std::string& suite, const std::exception& e,
+                        const std::string& replay) {
+  CaseResult r = skipped_result(c, suite, e.what(), replay);
   r.status = CaseStatus::kError;
-  // The kind travels the way workers report it, so exit codes and JUnit types
-  // are derived in one place (run_report.cpp).
   RankCaseResult rank;
   rank.case_id = r.case_id;
   rank.rank = -1;  // the supervisor, not a worker
-  rank.error = message;
-  rank.error_kind = kind;
+  rank.error = e.what();
+  rank.failure = failure_kind_of(e);
   r.ranks.push_back(rank);
+  r.failure = rank.failure;
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "case.h"
+#include "exit_code.h"
 #include "options.h"
 #include "run_report.h"
 
@@ -46,8 +47,9 @@ void write_reports(const ReportOptions& opts, const RunReport& report);
 // A result for a case that did not run (session dead, interrupted, aborted).
 CaseResult skipped_result(const Case& c, const std::string& suite, const std::string& reason,
                           const std::string& replay);
-// A result for a case whose run_case threw instead of returning.
-CaseResult error_result(const Case& c, const std::string& suite, const std::string& kind,
-                        const std::string& message, const std::string& replay);
+// A result for a case whose run_case threw `e` instead of returning: its
+// message, and its kind (failure_kind_of) on a supervisor rank (-1).
+CaseResult error_result(const Case& c, const std::string& suite, const std::exception& e,
+                        const std::string& replay);
 
 }  // namespace dcp

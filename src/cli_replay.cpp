@@ -87,7 +87,7 @@ int replay_command_main(const ReplayOptions& opts, const std::vector<std::string
       try {
         r = session->run_case(c, kReplaySuite);
       } catch (const KernelFault& e) {
-        r = error_result(c, kReplaySuite, "kernel", e.what(), replay);
+        r = error_result(c, kReplaySuite, e, replay);
         session.reset();
       }
       if (r.replay.empty()) r.replay = replay;
@@ -96,20 +96,12 @@ int replay_command_main(const ReplayOptions& opts, const std::vector<std::string
       report.phases.add(r);
       report.cases.push_back(std::move(r));
     }
-  } catch (const UsageError&) {
-    finish(kExitUsage);
-    write_reports(v.report, report);
-    throw;
-  } catch (const KernelFault&) {
-    finish(kExitKernelFailure);
-    write_reports(v.report, report);
-    throw;
-  } catch (...) {
-    finish(kExitHarness);
+  } catch (const std::exception& e) {
+    finish(exit_code(findings_of(e)));
     write_reports(v.report, report);
     throw;
   }
-  finish(exit_code_for(report.cases, interrupts.signal_received()));
+  finish(exit_code(findings_of(report.cases, interrupts.signal_received())));
   if (v.repeat > 1) {
     const RepeatSummary& s = *report.repeat;
     term.note(fmt::format("repeat: {} of {} runs failed; output hashes {} ({})", s.failed_runs,

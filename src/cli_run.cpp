@@ -47,17 +47,13 @@ class RunCommand {
       report_.environment = session.environment();
       run_cases(session);
       ran_ = true;
-    } catch (const UsageError&) {
-      finish_after_exception(kExitUsage, "the session could not start");
-      throw;
-    } catch (const KernelFault&) {
-      finish_after_exception(kExitKernelFailure, "the session failed");
-      throw;
-    } catch (...) {
-      finish_after_exception(kExitHarness, "the session failed");
+    } catch (const std::exception& e) {
+      finish_after_exception(exit_code(findings_of(e)), failure_kind_of(e) == FailureKind::kUsage
+                                                            ? "the session could not start"
+                                                            : "the session failed");
       throw;
     }
-    report_.exit_code = exit_code_for(report_.cases, interrupts_.signal_received());
+    report_.exit_code = exit_code(findings_of(report_.cases, interrupts_.signal_received()));
     finish();
     return report_.exit_code;
   }
@@ -84,10 +80,10 @@ class RunCommand {
       try {
         r = session.run_case(c, v_.selection.suite);
       } catch (const KernelFault& e) {
-        r = error_result(c, v_.selection.suite, "kernel", e.what(), replay_for(c));
+        r = error_result(c, v_.selection.suite, e, replay_for(c));
         aborted = true;
       } catch (const HarnessError& e) {
-        r = error_result(c, v_.selection.suite, "harness", e.what(), replay_for(c));
+        r = error_result(c, v_.selection.suite, e, replay_for(c));
         aborted = true;
       }
       record(i, std::move(r));
@@ -107,6 +103,7 @@ class RunCommand {
     // case that errored while we were being interrupted did not fail.
     if (const int sig = interrupts_.signal_received(); sig && r.status == CaseStatus::kError) {
       r.status = CaseStatus::kSkipped;
+      r.failure = FailureKind::kInterrupted;
       if (r.message.find("interrupted") == std::string::npos) {
         r.message = fmt::format("interrupted by {} while running ({})", signal_name(sig), r.message);
       }

@@ -53,13 +53,13 @@ int shrink_command_main(const ShrinkOptions& o) {
   InterruptGuard interrupts;  // Ctrl-C stops the shrink between candidates
   RestartingSession session(config);
   const CaseResult first = session.run(c, kShrinkSuite);
-  if (const int sig = interrupts.signal_received()) return 128 + sig;
+  if (const int sig = interrupts.signal_received()) return exit_code(findings_of({first}, sig));
   if (first.status == CaseStatus::kSkipped) {
     throw HarnessError(fmt::format("{} did not run: {}", first.case_id, first.message));
   }
   if (first.status == CaseStatus::kPass) {
     std::printf("PASS: %s passes: nothing to shrink\n", first.case_id.c_str());
-    return kExitPass;
+    return exit_code(findings_of({first}, 0));
   }
   std::printf("%s: %s: %s\n", first.status == CaseStatus::kFail ? "FAIL" : "ERROR",
               first.case_id.c_str(), first.message.c_str());
@@ -75,12 +75,12 @@ int shrink_command_main(const ShrinkOptions& o) {
     // would chase the harness, not the bug.
     std::printf("not shrinking: the case did not fail the kernel check (%s)\n",
                 std::string(to_string(first.status)).c_str());
-    return exit_code_for({first}, 0);
+    return exit_code(findings_of({first}, 0));
   }
   limits.cancelled = [&interrupts] { return interrupts.signal_received() != 0; };
   shrink_and_print(session, c, first, limits, stdout, o.quiet);
-  if (const int sig = interrupts.signal_received()) return 128 + sig;
-  return kExitKernelFailure;
+  // The shrunk case's own result was printed; the exit code is the original's.
+  return exit_code(findings_of({first}, interrupts.signal_received()));
 }
 
 }  // namespace

@@ -135,18 +135,12 @@ class StressCommand {
     print_header();
     try {
       loop();
-    } catch (const UsageError&) {
-      finish_after_exception(kExitUsage);
-      throw;
-    } catch (const KernelFault&) {
-      finish_after_exception(kExitKernelFailure);
-      throw;
-    } catch (...) {
-      finish_after_exception(kExitHarness);
+    } catch (const std::exception& e) {
+      finish_after_exception(exit_code(findings_of(e)));
       throw;
     }
     clear_status();
-    const int code = exit_code_for(failure_results(), interrupts_.signal_received());
+    const int code = exit_code(findings_of(failure_results(), interrupts_.signal_received()));
     finish(code, /*print=*/true);
     return code;
   }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <type_traits>
 
 #include "errors.h"
 
@@ -40,13 +41,33 @@ inline bool is_device_fault(cudaError_t err) {
   }
 }
 
+// What a failing CUDA call inside the op means: a bounded device wait gave
+// up (the status page says trapped: a hang), a device fault (a trap), or
+// another CUDA error.
+inline FailureKind cuda_failure_kind(cudaError_t err, bool wait_gave_up = false) {
+  if (wait_gave_up) return FailureKind::kHang;
+  return is_device_fault(err) ? FailureKind::kTrap : FailureKind::kCudaError;
+}
+
+// The exception CUDA_CHECK throws: a KernelFault carries cuda_failure_kind.
+template <typename Type>
+Type cuda_exception(const std::string& message, cudaError_t err) {
+  if constexpr (std::is_same_v<Type, KernelFault>) {
+    return KernelFault(message, cuda_failure_kind(err));
+  } else {
+    return Type(message);
+  }
+}
+
 }  // namespace dcp
 
-#define CUDA_CHECK(rank, Type, call)                                                             \
-  do {                                                                                           \
-    const cudaError_t dcp_cuda_err_ = (call);                                                    \
-    if (dcp_cuda_err_ != cudaSuccess) {                                                          \
-      throw Type(fmt::format("{}:{}: rank {}: {} failed: {}", __FILE__, __LINE__, (rank), #call, \
-                             ::dcp::cuda_error_text(dcp_cuda_err_)));                            \
-    }                                                                                            \
+#define CUDA_CHECK(rank, Type, call)                                                      \
+  do {                                                                                    \
+    const cudaError_t dcp_cuda_err_ = (call);                                             \
+    if (dcp_cuda_err_ != cudaSuccess) {                                                   \
+      throw ::dcp::cuda_exception<Type>(                                                  \
+          fmt::format("{}:{}: rank {}: {} failed: {}", __FILE__, __LINE__, (rank), #call, \
+                      ::dcp::cuda_error_text(dcp_cuda_err_)),                             \
+          dcp_cuda_err_);                                                                 \
+    }                                                                                     \
   } while (0)

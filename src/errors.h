@@ -1,12 +1,15 @@
-// The one error header. Exceptions carry their exit-code class; only main()
-// turns them into exit codes (SPEC section 2): 1 kernel failure, 2 usage or
-// environment, 3 harness failure. Helpers never call exit().
+// The one error header. Exceptions carry their failure kind (failure.h);
+// exit_code() (exit_code.h) is the only place kinds become exit codes (SPEC
+// section 2): 1 kernel failure, 2 usage or environment, 3 harness failure.
+// Helpers never call exit().
 #pragma once
 
 #include <stdexcept>
 #include <string>
 
 #include <fmt/format.h>
+
+#include "failure.h"
 
 namespace dcp {
 
@@ -17,19 +20,35 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 // The kernel under test misbehaved: trap, hang, CUDA error inside our op.
+// `kind` is always one is_kernel_failure() accepts (others become kKernelError).
 struct KernelFault : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit KernelFault(const std::string& what, FailureKind k = FailureKind::kKernelError)
+      : std::runtime_error(what), kind(is_kernel_failure(k) ? k : FailureKind::kKernelError) {}
+  FailureKind kind;
 };
 // dcp-check itself failed (socket, fork, shared memory, protocol bug).
 struct HarnessError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The kind an exception stands for: a KernelFault's own, kUsage for a
+// UsageError, kHarness for anything else.
+inline FailureKind failure_kind_of(const std::exception& e) {
+  if (const auto* k = dynamic_cast<const KernelFault*>(&e)) return k->kind;
+  if (dynamic_cast<const UsageError*>(&e) != nullptr) return FailureKind::kUsage;
+  return FailureKind::kHarness;
+}
+
 }  // namespace dcp
 
 // Wrapped in do/while(0) so they behave as one statement anywhere.
 #define DCP_THROW(Type, ...) \
   throw Type(fmt::format("{}:{}: {}", __FILE__, __LINE__, fmt::format(__VA_ARGS__)))
+
+// A KernelFault of a given kind, with the same file:line prefix.
+#define DCP_FAULT(kind, ...)                                                                  \
+  throw ::dcp::KernelFault(fmt::format("{}:{}: {}", __FILE__, __LINE__, fmt::format(__VA_ARGS__)), \
+                           kind)
 
 #define DCP_CHECK(cond, Type, ...)   \
   do {                               \

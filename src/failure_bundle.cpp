@@ -55,7 +55,8 @@ nlohmann::json rank_summary_json(const RankCaseResult& r) {
           {"output_hash", hex64(r.output_hash)},
           {"elapsed_ms", r.elapsed_ms},
           {"error", r.error},
-          {"error_kind", r.error_kind}};
+          {"failure", to_string(r.failure)},
+          {"error_kind", error_class(r.failure)}};
 }
 
 }  // namespace

@@ -13,7 +13,8 @@ void throw_injected_device_fault(FaultSpec::Kind kind, bool gpu, int rank) {
   if (!gpu) {
     throw KernelFault(
         fmt::format("rank {}: injected {} (host model of {})", rank, oom ? "oom" : "cuda_error",
-                    oom ? "cudaErrorMemoryAllocation: out of memory" : "a failing CUDA call"));
+                    oom ? "cudaErrorMemoryAllocation: out of memory" : "a failing CUDA call"),
+        FailureKind::kCudaError);
   }
   cudaError_t err = cudaSuccess;
   if (oom) {
@@ -24,9 +25,10 @@ void throw_injected_device_fault(FaultSpec::Kind kind, bool gpu, int rank) {
     err = cudaSetDevice(-1);
   }
   cudaGetLastError();  // neither error is sticky; clear it for teardown
-  throw KernelFault(fmt::format("rank {}: injected {}: CUDA error {}: {}", rank,
-                                oom ? "oom" : "cuda_error", cudaGetErrorName(err),
-                                cudaGetErrorString(err)));
+  throw KernelFault(
+      fmt::format("rank {}: injected {}: CUDA error {}: {}", rank, oom ? "oom" : "cuda_error",
+                  cudaGetErrorName(err), cudaGetErrorString(err)),
+      FailureKind::kCudaError);
 }
 
 }  // namespace dcp

@@ -646,7 +646,9 @@ void GpuBackend::check(cudaError_t err, const char* what, bool in_op) const {
   const std::string msg =
       fmt::format("rank {} (group rank {} of a DCP{} group): {} failed{}: {}; {}", cfg_.global_rank,
                   cfg_.group_rank, cfg_.dcp_size, what, where, cuda_error_text(err), status_text());
-  if (in_op || is_device_fault(err)) throw KernelFault(msg);
+  if (in_op || is_device_fault(err))
+    throw KernelFault(
+        msg, cuda_failure_kind(err, status_host_ != nullptr && status_host_->trapped != 0));
   throw HarnessError(msg);
 }
 

@@ -276,7 +276,7 @@ void HostBackend::wait_for_flags(int slot, int parity, uint32_t epoch) {
       if (Clock::now() > deadline) {
         status_->wait_flag_value = f.load(std::memory_order_acquire);
         status_->trapped = 1;  // `waiting` stays set: the supervisor reports from it
-        DCP_THROW(KernelFault, "host model: {} for {} s: spin bound expired",
+        DCP_FAULT(FailureKind::kHang, "host model: {} for {} s: spin bound expired",
                   format_wait(*status_, config_.global_rank, config_.members[src]),
                   config_.spin_timeout_s);
       }

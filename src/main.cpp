@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "errors.h"
+#include "exit_code.h"
 #include "version.h"
 #include "worker.h"
 
@@ -44,6 +45,12 @@ std::string one_line(std::string text) {
 int fail(const char* what, const std::string& message, int code) {
   std::fprintf(stderr, "dcp-check: %s: %s\n", what, one_line(message).c_str());
   return code;
+}
+
+int usage_code() {
+  dcp::Findings f;
+  f.must_pass = {dcp::FailureKind::kUsage};
+  return dcp::exit_code(f);
 }
 
 // `run` is the default command: insert it when the first argument is a flag
@@ -95,9 +102,9 @@ int cli_main(int argc, char** argv) {
     ctx.argv.assign(argv, argv + argc);  // reports show what was typed
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version: stdout, exit 0
-    return fail("error", std::string(e.what()) + " (see --help)", dcp::kExitUsage);
+    return fail("error", std::string(e.what()) + " (see --help)", usage_code());
   }
-  if (!ctx.action) return fail("error", "no command selected (see --help)", dcp::kExitUsage);
+  if (!ctx.action) return fail("error", "no command selected (see --help)", usage_code());
   return ctx.action();
 }
 
@@ -110,12 +117,12 @@ int main(int argc, char** argv) {
   try {
     return cli_main(argc, argv);
   } catch (const dcp::UsageError& e) {
-    return fail("error", strip_location(e.what()), dcp::kExitUsage);
+    return fail("error", strip_location(e.what()), dcp::exit_code(dcp::findings_of(e)));
   } catch (const dcp::KernelFault& e) {
-    return fail("kernel failure", e.what(), dcp::kExitKernelFailure);
+    return fail("kernel failure", e.what(), dcp::exit_code(dcp::findings_of(e)));
   } catch (const dcp::HarnessError& e) {
-    return fail("harness error", e.what(), dcp::kExitHarness);
+    return fail("harness error", e.what(), dcp::exit_code(dcp::findings_of(e)));
   } catch (const std::exception& e) {
-    return fail("internal error", e.what(), dcp::kExitHarness);
+    return fail("internal error", e.what(), dcp::exit_code(dcp::findings_of(e)));
   }
 }

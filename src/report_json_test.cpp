@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include "exit_code.h"
 #include "geometry.h"
 
 namespace dcp {
@@ -25,8 +26,9 @@ TEST_CASE("JSON report: stable top-level fields, counts and verdict agree with t
   CaseResult fail = pass;
   fail.case_id = "b";
   fail.status = CaseStatus::kFail;
+  fail.failure = FailureKind::kMismatch;
   report.cases = {pass, fail};
-  report.exit_code = exit_code_for(report.cases, 0);
+  report.exit_code = exit_code(findings_of(report.cases, 0));
 
   const auto j = report_to_json(report);
   CHECK(j.begin().key() == "schema_version");  // ordered: humans read it top-down

@@ -9,7 +9,7 @@
 namespace dcp {
 namespace {
 
-CaseResult make(const std::string& id, CaseStatus status, const std::string& kind,
+CaseResult make(const std::string& id, CaseStatus status, FailureKind kind,
                 const std::string& message) {
   CaseResult r;
   r.case_id = id;
@@ -20,7 +20,8 @@ CaseResult make(const std::string& id, CaseStatus status, const std::string& kin
   r.elapsed_ms = 1500;
   RankCaseResult k;
   k.rank = 0;
-  k.error_kind = kind;
+  k.failure = kind;
+  r.failure = kind;
   r.ranks.push_back(k);
   return r;
 }
@@ -45,11 +46,11 @@ TEST_CASE("JUnit: one testcase per case, failure/error/skipped children and matc
   report.suite = "default";
   report.started_at = "2026-01-02T03:04:05Z";
   report.cases = {
-      make("c-pass", CaseStatus::kPass, "", ""),
-      make("c-fail", CaseStatus::kFail, "", "3 of 10 <wrong> & \"bad\""),
-      make("c-hang", CaseStatus::kError, "kernel", "hang: rank 1 waits for rank 0"),
-      make("c-harness", CaseStatus::kError, "harness", "socket closed"),
-      make("c-skip", CaseStatus::kSkipped, "", "not run: the session ended"),
+      make("c-pass", CaseStatus::kPass, FailureKind::kNone, ""),
+      make("c-fail", CaseStatus::kFail, FailureKind::kMismatch, "3 of 10 <wrong> & \"bad\""),
+      make("c-hang", CaseStatus::kError, FailureKind::kHang, "hang: rank 1 waits for rank 0"),
+      make("c-harness", CaseStatus::kError, FailureKind::kHarness, "socket closed"),
+      make("c-skip", CaseStatus::kSkipped, FailureKind::kNone, "not run: the session ended"),
   };
   report.cases[1].ranks[0].num_mismatches = 3;
   const std::string xml = junit_xml(report);
@@ -73,7 +74,8 @@ TEST_CASE("JUnit: one testcase per case, failure/error/skipped children and matc
 
 TEST_CASE("JUnit: cases of different suites go to different testsuites") {
   RunReport report;
-  report.cases = {make("a", CaseStatus::kPass, "", ""), make("b", CaseStatus::kPass, "", "")};
+  report.cases = {make("a", CaseStatus::kPass, FailureKind::kNone, ""),
+                  make("b", CaseStatus::kPass, FailureKind::kNone, "")};
   report.cases[1].suite = "upstream";
   const std::string xml = junit_xml(report);
   CHECK(count(xml, "<testsuite ") == 2);

@@ -85,7 +85,8 @@ void to_json(nlohmann::json& j, const RankCaseResult& r) {
                      {"elapsed_ms", number(r.elapsed_ms)},
                      {"phases", r.phases},
                      {"error", r.error},
-                     {"error_kind", r.error_kind}};
+                     {"failure", to_string(r.failure)},
+                     {"error_kind", error_class(r.failure)}};
 }
 
 void from_json(const nlohmann::json& j, RankCaseResult& r) {
@@ -100,7 +101,24 @@ void from_json(const nlohmann::json& j, RankCaseResult& r) {
   r.elapsed_ms = read_number(j, "elapsed_ms");
   if (j.contains("phases")) j.at("phases").get_to(r.phases);
   j.at("error").get_to(r.error);
-  j.at("error_kind").get_to(r.error_kind);
+  const std::string name = j.at("failure").get<std::string>();
+  const std::optional<FailureKind> kind = failure_kind_from_string(name);
+  if (!kind) {
+    throw nlohmann::json::type_error::create(302, "unknown failure kind '" + name + "'", &j);
+  }
+  r.failure = *kind;
+}
+
+FailureKind check_failure(int64_t num_mismatches, int64_t num_nan, bool passed) {
+  if (num_mismatches > 0)
+    return num_nan == num_mismatches ? FailureKind::kNan : FailureKind::kMismatch;
+  return passed ? FailureKind::kNone : FailureKind::kMismatch;  // nothing checked is no pass
+}
+
+FailureKind case_failure(const std::vector<RankCaseResult>& ranks) {
+  FailureKind k = FailureKind::kNone;
+  for (const RankCaseResult& r : ranks) k = headline(k, r.failure);
+  return k;
 }
 
 std::string_view to_string(CaseStatus s) {

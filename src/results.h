@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "case.h"
+#include "failure.h"
 #include "phase_times.h"
 
 namespace dcp {
@@ -40,7 +41,9 @@ struct RankCaseResult {
   double elapsed_ms = 0;
   PhaseTimes phases;           // where elapsed_ms went (phase_times.h)
   std::string error;           // non-empty when the case could not complete
-  std::string error_kind;      // "", "kernel", "harness"
+  // Set where the failure was found; kNone when passed. JSON: "failure" (its
+  // name) and, for older readers, "error_kind" (error_class()).
+  FailureKind failure = FailureKind::kNone;
 };
 
 enum class CaseStatus { kPass, kFail, kError, kSkipped };
@@ -49,6 +52,7 @@ struct CaseResult {
   std::string case_id;
   std::string suite;
   CaseStatus status = CaseStatus::kSkipped;
+  FailureKind failure = FailureKind::kNone;  // kFail/kError: the headline of the ranks' kinds
   std::string message;         // one-line summary of the failure or skip reason
   std::string replay;          // full replay command line
   double elapsed_ms = 0;       // max over ranks
@@ -62,6 +66,10 @@ void from_json(const nlohmann::json& j, PhaseTimes& p);
 void to_json(nlohmann::json& j, const RankCaseResult& r);
 void from_json(const nlohmann::json& j, RankCaseResult& r);
 std::string_view to_string(CaseStatus s);
+// What a checked rank found: kNone, kMismatch, or kNan when every wrong element is NaN.
+FailureKind check_failure(int64_t num_mismatches, int64_t num_nan, bool passed);
+// The headline of the ranks' kinds (failure.h's order); kNone if none failed.
+FailureKind case_failure(const std::vector<RankCaseResult>& ranks);
 
 // A geometry as JSON (every field), for the worker config and failure bundles.
 nlohmann::json geometry_json(const Geometry& g);

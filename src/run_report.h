@@ -1,6 +1,6 @@
 // What every reporter (terminal, JSON, JUnit) is given about one command's run,
-// and the single place that turns case results into counts, failure types and
-// the exit code, so the three reports can never disagree.
+// and the single place that turns case results into counts and failure types,
+// so the three reports can never disagree (exit codes: exit_code.h).
 #pragma once
 
 #include <optional>
@@ -45,14 +45,11 @@ struct RunReport {
 };
 
 Counts count_results(const std::vector<CaseResult>& cases);
-// A kError is a kernel failure when any rank says so; otherwise the harness failed.
+// A kError whose kind is the kernel's (is_kernel_failure): JUnit's <failure>.
 bool is_kernel_error(const CaseResult& r);
-// "mismatch", "nan", "hang", "trap", "crash", "kernel-error", "harness", "" (pass/skip).
+// The case's failure kind by name (failure.h), "" for pass and skip.
 std::string failure_type(const CaseResult& r);
-// SPEC section 2: 1 if the kernel failed anything, else 3 if the harness did,
-// else 0; an interrupted run exits 128 + signal.
-int exit_code_for(const std::vector<CaseResult>& cases, int interrupted_by);
-// "PASS", "FAIL", "HARNESS ERROR", "INTERRUPTED".
+// "PASS", "FAIL", "HARNESS ERROR", "USAGE ERROR", "INTERRUPTED" for an exit code.
 std::string verdict_word(int exit_code);
 std::string iso8601_now();
 

@@ -7,7 +7,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <functional>
 #include <string_view>
@@ -15,6 +14,7 @@
 #include "errors.h"
 #include "host_mutants.h"
 #include "mutants.h"
+#include "run_report.h"
 
 namespace dcp {
 namespace {
@@ -22,14 +22,6 @@ namespace {
 constexpr size_t kMaxCorrectFailures = 3;  // failures of the correct kernel kept for the message
 
 bool is_failure(CaseStatus s) { return s == CaseStatus::kFail || s == CaseStatus::kError; }
-
-bool contains_any(std::string_view text, std::initializer_list<std::string_view> words) {
-  std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  return std::any_of(words.begin(), words.end(),
-                     [&](std::string_view w) { return lower.find(w) != std::string::npos; });
-}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -52,21 +44,37 @@ std::vector<std::vector<const Case*>> group_by_geometry(const std::vector<Case>&
   return groups;
 }
 
-// Records one case's result; returns true when it failed.
-bool record(ProfileOutcome& out, const CaseResult& r, const Case& c,
+// Records one case's result: a detection when its kind is the kernel's.
+void record(ProfileOutcome& out, const CaseResult& r, const Case& c,
             std::vector<CaseResult>* failures) {
   ++out.num_run;
-  if (!is_failure(r.status)) return false;
+  if (!is_failure(r.status)) return;
+  if (failures != nullptr && failures->size() < kMaxCorrectFailures) failures->push_back(r);
+  // A failed case nobody typed is the harness's own bug (as exit_code.h counts it).
+  const FailureKind kind = r.failure == FailureKind::kNone ? FailureKind::kHarness : r.failure;
+  if (!is_kernel_failure(kind)) {
+    if (out.harness == FailureKind::kNone) {
+      out.harness = kind;
+      out.harness_message = r.message;
+    }
+    return;
+  }
   ++out.num_caught;
   if (!out.detected) {
     out.detected = true;
-    out.how = classify_failure(r);
+    out.how = kind;
     out.first_case = r.case_id.empty() ? format_case_id(c) : r.case_id;
     out.first_message = r.message;
     out.first_replay = r.replay;
   }
-  if (failures != nullptr && failures->size() < kMaxCorrectFailures) failures->push_back(r);
-  return true;
+}
+
+// What a profile run amounts to for exit_code(): its detection, else its
+// harness failure, else kHarness if it stopped early for no recorded reason.
+FailureKind outcome_kind(const ProfileOutcome& p) {
+  if (p.detected) return p.how;
+  if (p.harness != FailureKind::kNone) return p.harness;
+  return p.stopped.empty() ? FailureKind::kNone : FailureKind::kHarness;
 }
 
 // One suite run: which variant, under which profile, and what to collect.
@@ -98,10 +106,10 @@ ProfileOutcome run_cases(const SessionFactory& factory, const std::function<int(
     try {
       session = factory(run.mutant, run.profile, group.front()->geometry);
     } catch (const KernelFault& e) {
-      // The variant broke start-up itself: detected, by a crash, before any case.
+      // The variant broke start-up itself: detected, by the fault, before any case.
       if (!out.detected) {
         out.detected = true;
-        out.how = DetectHow::kCrash;
+        out.how = e.kind;
         out.first_case = "(start-up)";
         out.first_message = e.what();
       }
@@ -146,17 +154,16 @@ MutantOutcome judge(const MutantInfo& m, bool catchable_here, ProfileOutcome str
   if (o.strict.detected) {
     o.verdict = MutantVerdict::kDetected;
     if (!catchable_here) o.note = "detected although marked not catchable here";
+  } else if (o.strict.harness != FailureKind::kNone) {
+    o.verdict = MutantVerdict::kHarnessError;
+    o.note = fmt::format("HARNESS ERROR ({}), not a detection: {}", to_string(o.strict.harness),
+                         o.strict.harness_message);
   } else if (!catchable_here) {
     o.verdict = MutantVerdict::kNotCatchableHere;
     o.note = "not catchable here: " + m.uncatchable_reason;
   } else {
     o.verdict = MutantVerdict::kSurvived;
     o.note = "SURVIVED: the suite misses this bug";
-  }
-  if (o.strict.how == DetectHow::kHarness) {
-    // Not hidden and not dressed up: the correct kernel passed these cases, so
-    // the mutant caused it, but only a harness check noticed.
-    o.note += std::string(o.note.empty() ? "" : "; ") + "detected only by a harness error";
   }
   if (!o.strict.stopped.empty() && o.strict.detected) {
     o.note += (o.note.empty() ? "" : "; ") + o.strict.stopped;
@@ -178,28 +185,6 @@ std::string summary_line(size_t idx, size_t total, const MutantOutcome& o) {
 
 }  // namespace
 
-std::string_view to_string(DetectHow h) {
-  switch (h) {
-    case DetectHow::kNone:
-      return "none";
-    case DetectHow::kMismatch:
-      return "mismatch";
-    case DetectHow::kNan:
-      return "nan";
-    case DetectHow::kHang:
-      return "hang";
-    case DetectHow::kTrap:
-      return "trap";
-    case DetectHow::kCrash:
-      return "crash";
-    case DetectHow::kError:
-      return "error";
-    case DetectHow::kHarness:
-      return "harness-error";
-  }
-  return "?";
-}
-
 std::string_view to_string(MutantVerdict v) {
   switch (v) {
     case MutantVerdict::kDetected:
@@ -208,37 +193,10 @@ std::string_view to_string(MutantVerdict v) {
       return "SURVIVED";
     case MutantVerdict::kNotCatchableHere:
       return "not catchable here";
+    case MutantVerdict::kHarnessError:
+      return "harness error";
   }
   return "?";
-}
-
-DetectHow classify_failure(const CaseResult& r) {
-  if (r.status == CaseStatus::kFail) {
-    int64_t bad = 0;
-    int64_t nan = 0;
-    for (const auto& rank : r.ranks) {
-      bad += rank.num_mismatches;
-      nan += rank.num_nan;
-    }
-    return bad > 0 && nan == bad ? DetectHow::kNan : DetectHow::kMismatch;
-  }
-  if (r.status != CaseStatus::kError) return DetectHow::kNone;
-  // The supervisor writes "<cause> | <who waits on whom>": only the cause says
-  // what happened (the wait board mentions waiting even when nothing hung).
-  const std::string cause = r.message.substr(0, r.message.find(" | "));
-  if (contains_any(cause, {"hang:", "made no progress", "spin bound expired"})) {
-    return DetectHow::kHang;
-  }
-  if (contains_any(cause, {"trap", "launch failure"})) return DetectHow::kTrap;
-  if (contains_any(cause, {"killed by signal", "exited with status", "closed its connection",
-                           "illegal", "misaligned", "crash"})) {
-    return DetectHow::kCrash;
-  }
-  const bool kernel = contains_any(cause, {"kernel fault"}) ||
-                      std::any_of(r.ranks.begin(), r.ranks.end(), [](const RankCaseResult& rr) {
-                        return rr.error_kind == "kernel";
-                      });
-  return kernel ? DetectHow::kError : DetectHow::kHarness;
 }
 
 std::vector<MutantInfo> mutants_for(const SessionConfig& config) {
@@ -315,10 +273,19 @@ int SelftestReport::num_not_catchable_here() const {
     return m.verdict == MutantVerdict::kNotCatchableHere;
   }));
 }
-int SelftestReport::exit_code() const {
-  if (interrupted_by != 0) return 128 + interrupted_by;
-  if (!correct_passed || num_survived() > 0) return kExitKernelFailure;
-  return kExitPass;
+int SelftestReport::exit_code() const { return ::dcp::exit_code(selftest_findings(*this)); }
+
+Findings selftest_findings(const SelftestReport& r) {
+  Findings f;
+  f.interrupted_by = r.interrupted_by;
+  f.must_pass.push_back(outcome_kind(r.correct));
+  if (r.correct_upstream) f.must_pass.push_back(outcome_kind(*r.correct_upstream));
+  for (const MutantOutcome& m : r.mutants) {
+    const FailureKind kind = outcome_kind(m.strict);
+    if (kind == FailureKind::kNone && !m.catchable_here) continue;  // forgiven: not catchable here
+    f.must_fail.push_back(kind);
+  }
+  return f;
 }
 
 SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& factory,
@@ -354,7 +321,7 @@ SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& fact
   }
   say(fmt::format("correct kernel, suite {}: {} of {} cases failed ({:.1f} s)", plan.suite,
                   report.correct.num_caught, report.correct.num_cases, report.correct.elapsed_s));
-  bool passed = !report.correct.detected && report.correct.stopped.empty();
+  bool passed = outcome_kind(report.correct) == FailureKind::kNone;
   if (passed && with_upstream) {
     report.correct_upstream = run_cases(factory, plan.interrupted,
                                         {.mutant = 0,
@@ -369,7 +336,7 @@ SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& fact
     }
     say(fmt::format("correct kernel, upstream profile: {} of {} cases failed ({:.1f} s)",
                     up.num_caught, up.num_cases, up.elapsed_s));
-    passed = !up.detected && up.stopped.empty();
+    passed = outcome_kind(up) == FailureKind::kNone;
   }
   report.correct_passed = passed;
   if (!passed) {
@@ -434,6 +401,8 @@ std::string detected_cell(MutantVerdict v) {
       return "NO";
     case MutantVerdict::kNotCatchableHere:
       return "no (n/a here)";
+    case MutantVerdict::kHarnessError:
+      return "no (harness error)";
   }
   return "?";
 }
@@ -464,6 +433,9 @@ std::string format_correct_failure(const SelftestReport& report) {
   if (report.correct_upstream && report.correct_upstream->detected) {
     out = fmt::format("FAIL: the correct kernel failed {} of {} cases of the upstream profile",
                       report.correct_upstream->num_caught, report.correct_upstream->num_cases);
+  } else if (!report.correct.detected && report.correct.harness != FailureKind::kNone) {
+    out = fmt::format("HARNESS ERROR: the correct kernel's run failed in the harness ({}: {})",
+                      to_string(report.correct.harness), report.correct.harness_message);
   } else if (!report.correct.detected && !report.correct.stopped.empty()) {
     out = fmt::format("FAIL: the correct kernel's run ended early ({})", report.correct.stopped);
   }
@@ -471,7 +443,7 @@ std::string format_correct_failure(const SelftestReport& report) {
       ".\nA checker that fails a correct kernel is broken (or the kernel is): mutants were "
       "not run.\n";
   for (const auto& r : report.correct_failures) {
-    out += fmt::format("  {} [{}]: {}\n", r.case_id, to_string(classify_failure(r)), r.message);
+    out += fmt::format("  {} [{}]: {}\n", r.case_id, failure_type(r), r.message);
     if (!r.replay.empty()) out += fmt::format("    replay: {}\n", r.replay);
   }
   return out;
@@ -527,6 +499,8 @@ std::string format_selftest_table(const SelftestReport& report, const std::strin
     if (m.verdict == MutantVerdict::kSurvived) {
       out += fmt::format("SURVIVED: {} ({}): {}\n", m.mutant.name, m.mutant.kind,
                          m.mutant.description);
+    } else if (m.verdict == MutantVerdict::kHarnessError) {
+      out += fmt::format("HARNESS ERROR: {} ({}): {}\n", m.mutant.name, m.mutant.kind, m.note);
     }
   }
   // The whole case sequence, not the first case alone: the workspace's epochs
@@ -552,7 +526,7 @@ void to_json(nlohmann::json& j, const ProfileOutcome& p) {
   j = {{"detected", p.detected},         {"how", to_string(p.how)},
        {"first_case", p.first_case},     {"first_message", p.first_message},
        {"first_replay", p.first_replay}, {"num_cases", p.num_cases},
-       {"num_run", p.num_run},           {"num_caught", p.num_caught},
+       {"num_run", p.num_run},           {"num_caught", p.num_caught},       {"harness", to_string(p.harness)},
        {"stopped", p.stopped},           {"interrupted_by", p.interrupted_by},
        {"elapsed_s", p.elapsed_s}};
 }

@@ -24,6 +24,7 @@
 
 #include "case.h"
 #include "checker.h"
+#include "exit_code.h"
 #include "results.h"
 #include "session.h"
 
@@ -66,36 +67,33 @@ class SelftestSession {
 
 // Starts a fresh session running `mutant` (0: correct kernel) under `profile`,
 // its workspace sized for `geometry` (a session serves one geometry). May throw
-// KernelFault (the mutant broke start-up: counts as a crash), UsageError or
-// HarnessError (propagated: exit 2 / 3).
+// KernelFault (the mutant broke start-up: a detection of the fault's kind),
+// UsageError or HarnessError (propagated: exit 2 / 3).
 using SessionFactory = std::function<std::unique_ptr<SelftestSession>(
     int mutant, const CheckProfile& profile, const Geometry& geometry)>;
 
-// How a failing case failed.
-// kError: a kernel fault of another kind; kHarness: only a harness check noticed.
-enum class DetectHow : uint8_t { kNone, kMismatch, kNan, kHang, kTrap, kCrash, kError, kHarness };
-std::string_view to_string(DetectHow h);
-// kFail -> mismatch (or nan when every bad element is NaN); kError -> hang /
-// trap / crash / error / harness from the supervisor's diagnosis; pass and
-// skip -> none.
-DetectHow classify_failure(const CaseResult& r);
-
-// One suite run against one kernel variant under one profile.
+// One suite run against one kernel variant under one profile. A failing case
+// is a detection only when its kind is the kernel's (is_kernel_failure); a
+// harness kind (a worker that died outside the kernel included: exit_code.h)
+// is not, and is kept apart in `harness`.
 struct ProfileOutcome {
-  bool detected = false;             // some case failed (kFail or kError)
-  DetectHow how = DetectHow::kNone;  // of the first failing case
-  std::string first_case;            // id of the first failing case
-  std::string first_message;         // its one-line diagnosis
-  std::string first_replay;          // its replay line (as the session wrote it)
-  int num_cases = 0;                 // in the suite
-  int num_run = 0;                   // actually run
-  int num_caught = 0;                // failed (kFail or kError)
-  std::string stopped;               // why the run ended before the last case, or ""
-  int interrupted_by = 0;            // the signal that stopped it (SIGINT/SIGTERM), or 0
+  bool detected = false;                     // some case failed with a kernel kind
+  FailureKind how = FailureKind::kNone;      // of the first detecting case
+  std::string first_case;                    // id of the first failing case
+  std::string first_message;                 // its one-line diagnosis
+  std::string first_replay;                  // its replay line (as the session wrote it)
+  int num_cases = 0;                         // in the suite
+  int num_run = 0;                           // actually run
+  int num_caught = 0;                        // detecting cases
+  FailureKind harness = FailureKind::kNone;  // the first harness-kind failure, if any
+  std::string harness_message;               // its one-line diagnosis
+  std::string stopped;                       // why the run ended before the last case, or ""
+  int interrupted_by = 0;                    // the signal that stopped it (SIGINT/SIGTERM), or 0
   double elapsed_s = 0;
 };
 
-enum class MutantVerdict : uint8_t { kDetected, kSurvived, kNotCatchableHere };
+// kHarnessError: no detection, and a harness failure (the run proves nothing).
+enum class MutantVerdict : uint8_t { kDetected, kSurvived, kNotCatchableHere, kHarnessError };
 std::string_view to_string(MutantVerdict v);
 
 struct MutantOutcome {
@@ -133,11 +131,17 @@ struct SelftestReport {
   int num_detected() const;
   int num_survived() const;  // catchable and undetected
   int num_not_catchable_here() const;
-  // 0: the correct kernel passed and every catchable mutant was detected;
-  // 1: the correct kernel failed or a catchable mutant survived;
-  // 128 + signal: interrupted (the table is partial and proves nothing).
+  // exit_code(selftest_findings(*this)): 0 the correct kernel passed and
+  // every catchable mutant was detected; 1 the correct kernel failed or a
+  // catchable mutant survived; 3 a harness failure with no detection (on the
+  // correct kernel or a mutant); 128 + signal interrupted (the table is partial).
   int exit_code() const;
 };
+
+// The correct kernel's runs must pass (their kinds); each mutant but an
+// undetected not-catchable-here one must fail (the kind that caught it, kNone
+// if it survived, its harness kind if only the harness failed).
+Findings selftest_findings(const SelftestReport& r);
 
 // Progress lines for long runs ("[3/14] early-signal: detected (hang) ...").
 using SelftestProgress = std::function<void(const std::string& line)>;

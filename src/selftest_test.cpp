@@ -20,6 +20,7 @@ namespace {
 struct FakeOutcome {
   CaseStatus status = CaseStatus::kPass;
   std::string message;
+  FailureKind kind = FailureKind::kNone;  // kError's kind (kFail: a mismatch)
 };
 using FakeBehavior = std::function<FakeOutcome(int mutant, bool upstream, int case_idx)>;
 
@@ -44,6 +45,7 @@ class FakeSession : public SelftestSession {
     FakeOutcome o = behavior_(mutant_, upstream_, static_cast<int>(c.seed));
     r.status = o.status;
     r.message = o.message;
+    r.failure = o.status == CaseStatus::kFail ? FailureKind::kMismatch : o.kind;
     r.replay = "dcp-check replay w2-" + r.case_id;
     if (o.status == CaseStatus::kFail) {
       RankCaseResult rank;
@@ -131,7 +133,7 @@ TEST_CASE("every mutant detected: exit 0, counts and first case recorded") {
   CHECK(report.mutants[0].strict.first_case == "case2");
   CHECK(report.mutants[0].strict.num_caught == 2);
   CHECK(report.mutants[0].strict.num_run == 4);
-  CHECK(report.mutants[0].strict.how == DetectHow::kMismatch);
+  CHECK(report.mutants[0].strict.how == FailureKind::kMismatch);
   CHECK(report.mutants[1].strict.num_caught == 4);
   CHECK(report.num_detected() == 2);
   CHECK(report.exit_code() == kExitPass);
@@ -225,7 +227,8 @@ TEST_CASE("a hang is a detection and ends that mutant's session") {
   h.behavior = [](int m, bool, int i) {
     if (m == 1 && i == 1) {
       return FakeOutcome{CaseStatus::kError,
-                         "hang: rank 1 waiting on source 0, epoch 3, slot 0 (deadline 5 s)"};
+                         "hang: rank 1 waiting on source 0, epoch 3, slot 0 (deadline 5 s)",
+                         FailureKind::kHang};
     }
     return pass();
   };
@@ -233,7 +236,7 @@ TEST_CASE("a hang is a detection and ends that mutant's session") {
       run_selftest(make_plan(5, 0, {mutant(1, "one-parity"), mutant(2, "x")}), h.factory());
   const auto& m = report.mutants[0];
   CHECK(m.verdict == MutantVerdict::kDetected);
-  CHECK(m.strict.how == DetectHow::kHang);
+  CHECK(m.strict.how == FailureKind::kHang);
   CHECK(m.strict.num_run == 2);
   CHECK(m.strict.num_caught == 1);
   CHECK(m.strict.stopped == "the hang ended the session");
@@ -278,17 +281,17 @@ TEST_CASE("the upstream column records what the weaker test misses") {
   CHECK(table.find("upstream profile misses 1 of 2: subtle") != std::string::npos);
 }
 
-TEST_CASE("a mutant that breaks session start-up counts as a crash") {
+TEST_CASE("a mutant that breaks session start-up is detected by the fault's kind") {
   Harness h;
   h.behavior = [](int, bool, int) { return pass(); };
   auto inner = h.factory();
   SessionFactory factory = [&](int m, const CheckProfile& p, const Geometry& g) {
-    if (m == 1) throw KernelFault("worker 1 died during workspace set-up");
+    if (m == 1) throw KernelFault("worker 1 died during workspace set-up", FailureKind::kCrash);
     return inner(m, p, g);
   };
   auto report = run_selftest(make_plan(2, 0, {mutant(1, "boom")}), factory);
   CHECK(report.mutants[0].verdict == MutantVerdict::kDetected);
-  CHECK(report.mutants[0].strict.how == DetectHow::kCrash);
+  CHECK(report.mutants[0].strict.how == FailureKind::kCrash);
   CHECK(report.mutants[0].strict.first_case == "(start-up)");
 }
 
@@ -301,45 +304,6 @@ TEST_CASE("a harness error propagates instead of counting as a detection") {
     return inner(m, p, g);
   };
   CHECK_THROWS_AS(run_selftest(make_plan(2, 0, {mutant(1, "a")}), factory), HarnessError);
-}
-
-TEST_CASE("classify_failure names how a case failed") {
-  CaseResult r;
-  r.status = CaseStatus::kPass;
-  CHECK(classify_failure(r) == DetectHow::kNone);
-  r.status = CaseStatus::kFail;
-  RankCaseResult rank;
-  rank.num_mismatches = 4;
-  rank.num_nan = 1;
-  r.ranks = {rank};
-  CHECK(classify_failure(r) == DetectHow::kMismatch);
-  r.ranks[0].num_nan = 4;
-  CHECK(classify_failure(r) == DetectHow::kNan);
-  r.ranks.clear();
-  r.status = CaseStatus::kError;
-  // Messages as the supervisor writes them: "<cause> | <wait board>".
-  r.message =
-      "rank 2 (group rank 0 of a DCP2 group): op failed: cudaErrorLaunchFailure: unspecified "
-      "launch failure; device was waiting for rank 3 (slot 0, parity 1, epoch 5; flag holds 3), "
-      "then trapped | rank 2 waits on rank 3";
-  CHECK(classify_failure(r) == DetectHow::kTrap);
-  r.message =
-      "hang: rank 0 made no progress for 7.0 s in case x (last op 2); per-call deadline "
-      "--timeout 5 s + 2 s grace | rank 0 waits on rank 1 (epoch 4)";
-  CHECK(classify_failure(r) == DetectHow::kHang);
-  r.message = "host model: rank 1 waiting on rank 0 for 5 s: spin bound expired | -";
-  CHECK(classify_failure(r) == DetectHow::kHang);
-  r.message = "rank 1 (pid 42) killed by signal 11 (SIGSEGV) during case x (last op 0) | -";
-  CHECK(classify_failure(r) == DetectHow::kCrash);
-  // The wait board alone never makes a hang: only the cause counts.
-  RankCaseResult harness_rank;
-  harness_rank.error_kind = "harness";
-  r.ranks = {harness_rank};
-  r.message = "host backend cannot run case x | no rank was waiting on a flag";
-  CHECK(classify_failure(r) == DetectHow::kHarness);
-  r.ranks[0].error_kind = "kernel";
-  r.message = "something odd | rank 0 waiting on rank 1";
-  CHECK(classify_failure(r) == DetectHow::kError);
 }
 
 TEST_CASE("cases of different geometries run in separate sessions") {
@@ -360,17 +324,35 @@ TEST_CASE("cases of different geometries run in separate sessions") {
   CHECK(report.mutants[0].strict.num_run == 4);
 }
 
-TEST_CASE("a mutant caught only by a harness error says so") {
+TEST_CASE("a harness failure in a mutant's run is not a detection: exit 3, and it says so") {
+  for (FailureKind kind : {FailureKind::kHarness, FailureKind::kWorkerDied}) {
+    Harness h;
+    h.behavior = [kind](int m, bool, int) {
+      return m == 1 ? FakeOutcome{CaseStatus::kError, "worker could not map a segment | -", kind}
+                    : pass();
+    };
+    auto report = run_selftest(make_plan(2, 0, {mutant(1, "a")}), h.factory());
+    CHECK(report.mutants[0].verdict == MutantVerdict::kHarnessError);
+    CHECK_FALSE(report.mutants[0].strict.detected);
+    CHECK(report.mutants[0].strict.harness == kind);
+    CHECK(report.mutants[0].note.find("HARNESS ERROR") != std::string::npos);
+    CHECK(report.exit_code() == 3);
+    CHECK(format_selftest_table(report, "x").find("HARNESS ERROR: a") != std::string::npos);
+  }
+}
+
+TEST_CASE("a harness failure on the correct kernel: mutants not run, exit 3") {
   Harness h;
-  h.behavior = [](int m, bool, int) {
-    return m == 1 ? FakeOutcome{CaseStatus::kError, "worker could not map a segment | -"} : pass();
+  h.behavior = [](int m, bool, int i) {
+    return m == 0 && i == 1
+               ? FakeOutcome{CaseStatus::kError, "socket closed", FailureKind::kHarness}
+               : pass();
   };
-  auto report = run_selftest(make_plan(2, 0, {mutant(1, "a")}), h.factory());
-  CHECK(report.mutants[0].verdict == MutantVerdict::kDetected);
-  CHECK(report.mutants[0].strict.how == DetectHow::kHarness);
-  CHECK(report.mutants[0].note.find("only by a harness error") != std::string::npos);
-  CHECK(to_string(DetectHow::kHarness) == "harness-error");
-  CHECK(format_selftest_table(report, "x").find("harness-error") != std::string::npos);
+  auto report = run_selftest(make_plan(3, 0, {mutant(1, "a")}), h.factory());
+  CHECK_FALSE(report.correct_passed);
+  CHECK(report.mutants.empty());
+  CHECK(report.exit_code() == 3);
+  CHECK(format_selftest_table(report, "x").find("HARNESS ERROR") != std::string::npos);
 }
 
 TEST_CASE("select_mutants picks by name or id and rejects unknown names") {
@@ -417,7 +399,10 @@ TEST_CASE("an interrupt stops the selftest: partial table, exit 128 + signal") {
   // The interrupt arrives during mutant 2's first case: the error it causes
   // there (workers share the terminal's process group) is not a detection.
   h.behavior = [](int m, bool, int) {
-    if (m == 2) return FakeOutcome{CaseStatus::kError, "rank 0 killed by signal 2 | -"};
+    if (m == 2) {
+      return FakeOutcome{CaseStatus::kError, "rank 0 killed by signal 2 | -",
+                         FailureKind::kInterrupted};
+    }
     return m == 0 ? pass() : fail();
   };
   auto plan = make_plan(3, 0, {mutant(1, "a"), mutant(2, "b"), mutant(3, "c")});

@@ -23,10 +23,10 @@ CaseResult RestartingSession::run(const Case& c, const std::string& suite) {
   try {
     r = session_->run_case(c, suite);
   } catch (const KernelFault& e) {
-    r = error_result(c, suite, "kernel", e.what(), replay);
+    r = error_result(c, suite, e, replay);
     session_.reset();
   } catch (const HarnessError& e) {
-    r = error_result(c, suite, "harness", e.what(), replay);
+    r = error_result(c, suite, e, replay);
     session_.reset();
   }
   if (r.case_id.empty()) r.case_id = format_case_id(c);

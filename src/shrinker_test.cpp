@@ -54,11 +54,13 @@ std::vector<Case> toy_candidates(const Case& c) {
 CaseResult result_with(CaseStatus s) {
   CaseResult r;
   r.status = s;
+  if (s == CaseStatus::kFail) r.failure = FailureKind::kMismatch;
   if (s == CaseStatus::kError) {
     RankCaseResult rank;
     rank.error = "rank 1 waits for source 0 (epoch 3, slot 0): deadline";
-    rank.error_kind = "kernel";
+    rank.failure = FailureKind::kHang;
     r.ranks.push_back(rank);
+    r.failure = rank.failure;
   }
   return r;
 }
@@ -157,7 +159,8 @@ TEST_CASE("shrinker keeps the failure class: a mismatch never shrinks into an er
   CHECK_FALSE(same_failure(result_with(CaseStatus::kFail), result_with(CaseStatus::kSkipped)));
   CHECK_FALSE(same_failure(result_with(CaseStatus::kFail), result_with(CaseStatus::kPass)));
   CaseResult harness = result_with(CaseStatus::kError);
-  harness.ranks[0].error_kind = "harness";
+  harness.ranks[0].failure = FailureKind::kHarness;
+  harness.failure = FailureKind::kHarness;
   CHECK_FALSE(same_failure(harness, harness));
   CHECK_FALSE(is_kernel_failure(harness));
 }

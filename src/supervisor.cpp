@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -184,18 +185,22 @@ void Session::Impl::check_startup_failures() const {
   for (const WorkerState& w : workers) {
     if (w.exit && in_kernel(w.rank)) {
       throw KernelFault(fmt::format("rank {} (pid {}) {} inside kernel '{}' during start-up",
-                                    w.rank, w.pid, w.exit->describe(), config.kernel.name));
+                                    w.rank, w.pid, w.exit->describe(), config.kernel.name),
+                        FailureKind::kCrash);
     }
   }
   // The first fatal report, preferring the kernel's and usage ones over
   // harness ones (a peer's failure shows up on the others as a harness error).
-  for (const char* kind : {"usage", "kernel", ""}) {
+  const std::function<bool(FailureKind)> preferred[] = {
+      [](FailureKind k) { return k == FailureKind::kUsage; },
+      [](FailureKind k) { return is_kernel_failure(k); }, [](FailureKind) { return true; }};
+  for (const auto& prefer : preferred) {
     for (const WorkerState& w : workers) {
-      if (w.fatal_message.empty() || (*kind != '\0' && w.fatal_kind != kind)) continue;
+      if (w.fatal_message.empty() || !prefer(w.fatal_kind)) continue;
       const std::string msg =
           fmt::format("rank {} failed during start-up: {}", w.rank, w.fatal_message);
-      if (w.fatal_kind == "usage") throw UsageError(msg);
-      if (w.fatal_kind == "kernel") throw KernelFault(msg);
+      if (w.fatal_kind == FailureKind::kUsage) throw UsageError(msg);
+      if (is_kernel_failure(w.fatal_kind)) throw KernelFault(msg, w.fatal_kind);
       throw HarnessError(msg);
     }
   }
@@ -328,7 +333,7 @@ void Session::Impl::read_worker(WorkerState& w) {
   try {
     while (auto msg = w.channel->next()) handle_message(w, *msg);
   } catch (const std::exception& e) {
-    w.fatal_kind = "harness";
+    w.fatal_kind = FailureKind::kHarness;
     w.fatal_message = fmt::format("protocol error: {}", e.what());
   }
 }
@@ -346,12 +351,12 @@ void Session::Impl::handle_message(WorkerState& w, const json& msg) {
       if (msg.contains("bench")) w.bench = msg.at("bench");
     }
   } else if (type == "fatal") {
-    w.fatal_kind = msg.value("kind", "harness");
+    w.fatal_kind = failure_kind_from_string(msg.value("kind", "")).value_or(FailureKind::kHarness);
     w.fatal_message = msg.value("message", "(no message)");
   } else if (type == "ready") {
     w.ready = true;
   } else if (type != "hello") {
-    w.fatal_kind = "harness";
+    w.fatal_kind = FailureKind::kHarness;
     w.fatal_message = fmt::format("unexpected message type '{}'", type);
   }
 }

@@ -114,6 +114,7 @@ CaseResult Session::Impl::run_bench_point(const Case& c, ::dcp::Impl impl, const
          return v.size() != static_cast<size_t>(spec.repeats);
        }))) {
     out.status = CaseStatus::kError;
+    out.failure = FailureKind::kHarness;
     out.message = "a rank passed its check but reported no timings";
   }
   return out;

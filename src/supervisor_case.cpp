@@ -88,7 +88,7 @@ CaseResult Session::Impl::finish_failed_case(CaseResult r, const Case& c, const 
     RankCaseResult missing;
     missing.case_id = r.case_id;
     missing.rank = w.rank;
-    missing.error_kind = f.kind;
+    missing.failure = f.kind;
     missing.error = w.rank == f.culprit
                         ? f.culprit_note
                         : fmt::format("no result ({}); torn down: {}", op_text(w.last_op), f.cause);
@@ -96,6 +96,7 @@ CaseResult Session::Impl::finish_failed_case(CaseResult r, const Case& c, const 
   }
   for (const RankCaseResult& rr : r.ranks) r.elapsed_ms = std::max(r.elapsed_ms, rr.elapsed_ms);
   r.status = CaseStatus::kError;
+  r.failure = case_failure(r.ranks);
   // A hang leads with who waits on whom; other failures with their cause.
   std::string who_waits = waits_text(waits);
   if (who_waits.empty() && f.hang && !config.kernel.has(DCP_CAP_WAIT_STATUS)) {
@@ -130,6 +131,7 @@ CaseResult Session::Impl::finish_case(CaseResult r, const Case& c) {
     const std::vector<std::string> waits = diagnose_waits(status_entries(), c.dcp_size);
     kill_workers();
     r.status = CaseStatus::kError;
+    r.failure = case_failure(r.ranks);
     const std::string who_waits = waits_text(waits);
     r.message = who_waits.empty() ? join_errors(errors)
                                   : fmt::format("{} | {}", join_errors(errors), who_waits);
@@ -140,6 +142,7 @@ CaseResult Session::Impl::finish_case(CaseResult r, const Case& c) {
   const bool passed = std::all_of(r.ranks.begin(), r.ranks.end(),
                                   [](const RankCaseResult& rr) { return rr.passed; });
   r.status = passed ? CaseStatus::kPass : CaseStatus::kFail;
+  r.failure = passed ? FailureKind::kNone : case_failure(r.ranks);
   if (!passed) {
     r.message = summarize_failures(r.ranks);
   } else if (config.backend == BackendKind::kHost && uses_graphs(c)) {
@@ -155,14 +158,14 @@ std::optional<CaseFailure> Session::Impl::find_failure(
   if (interrupted()) {
     return CaseFailure{
         fmt::format("interrupted by {} during case {}", signal_name(interrupt_signal()), id),
-        "harness", -1, ""};
+        FailureKind::kInterrupted, -1, ""};
   }
   for (WorkerState& w : workers) {
     if (w.fatal_message.empty()) continue;
-    std::string cause =
-        fmt::format("rank {} reported a {} fault in case {}: {}", w.rank,
-                    w.fatal_kind == "kernel" ? "kernel" : "harness", id, w.fatal_message);
-    return CaseFailure{cause, w.fatal_kind == "kernel" ? "kernel" : "harness", w.rank,
+    const bool kernel = is_kernel_failure(w.fatal_kind);
+    std::string cause = fmt::format("rank {} reported a {} fault in case {}: {}", w.rank,
+                                    kernel ? "kernel" : "harness", id, w.fatal_message);
+    return CaseFailure{cause, kernel ? w.fatal_kind : FailureKind::kHarness, w.rank,
                        w.fatal_message};
   }
   for (WorkerState& w : workers) {
@@ -173,11 +176,11 @@ std::optional<CaseFailure> Session::Impl::find_failure(
       std::string note =
           fmt::format("rank {} (pid {}) {} inside kernel '{}' during case {} ({})", w.rank, w.pid,
                       how, config.kernel.name, id, op_text(w.last_op));
-      return CaseFailure{note, "kernel", w.rank, note};
+      return CaseFailure{note, FailureKind::kCrash, w.rank, note};
     }
     std::string note = fmt::format("rank {} (pid {}) {} during case {} ({})", w.rank, w.pid, how,
                                    id, op_text(w.last_op));
-    return CaseFailure{note, "harness", w.rank, note};
+    return CaseFailure{note, FailureKind::kWorkerDied, w.rank, note};
   }
   const auto now = SupervisorClock::now();
   const bool any_error = std::any_of(workers.begin(), workers.end(), [](const WorkerState& w) {
@@ -197,7 +200,7 @@ std::optional<CaseFailure> Session::Impl::find_failure(
                                           note, seconds_since(*first_error))
                             : fmt::format("hang: {}; per-call deadline --timeout {} s + {} s grace",
                                           note, config.timeout_s, kDeadlineGraceS);
-    return CaseFailure{cause, "kernel", w.rank, note, /*hang=*/true};
+    return CaseFailure{cause, FailureKind::kHang, w.rank, note, /*hang=*/true};
   }
   return std::nullopt;
 }

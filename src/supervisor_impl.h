@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "failure.h"
 #include "mps.h"
 #include "results.h"
 #include "session.h"
@@ -32,8 +33,8 @@ struct WorkerState {
   bool ready = false;
   std::optional<RankCaseResult> result;  // of the case in progress
   std::optional<nlohmann::json> bench;   // a bench point's timings ("us"), with its result
-  std::string fatal_kind;                // "usage", "kernel", "harness" (from a fatal message)
-  std::string fatal_message;             // also set for protocol violations seen by the supervisor
+  FailureKind fatal_kind = FailureKind::kHarness;  // from a fatal message
+  std::string fatal_message;  // also set for protocol violations seen by the supervisor
   SupervisorClock::time_point last_activity;
   int last_op = -1;  // last op reported by a progress heartbeat in this case
 
@@ -49,7 +50,7 @@ struct GatherRound {
 // Why a case could not finish, and what to say about each rank that did not report.
 struct CaseFailure {
   std::string cause;         // the headline
-  std::string kind;          // error_kind for ranks without a result
+  FailureKind kind;          // of the case, and of every rank left without a result
   int culprit = -1;          // the rank the cause is about, if one
   std::string culprit_note;  // its per-rank error
   bool hang = false;         // a rank stopped making progress

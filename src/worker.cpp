@@ -14,6 +14,7 @@
 
 #include "case_runner.h"
 #include "errors.h"
+#include "exit_code.h"
 #include "gpu_backend.h"
 #include "host_backend.h"
 #include "impl_agreement.h"
@@ -130,7 +131,9 @@ void merge_results(RankCaseResult& into, const RankCaseResult& more) {
                                                  sizeof(more.output_hash)));
   if (into.error.empty() && !more.error.empty()) {
     into.error = more.error;
-    into.error_kind = more.error_kind;
+    into.failure = more.failure;
+  } else if (into.error.empty()) {
+    into.failure = check_failure(into.num_mismatches, into.num_nan, into.passed);
   }
 }
 
@@ -216,7 +219,10 @@ RankCaseResult Worker::run_case_all_impls(const Case& c, int case_index, const s
   const RankCaseResult second =
       run_case_once(c, case_index, pass + "-against", all[1], &second_out);
   merge_results(result, second);
-  if (second.error.empty()) check_impls_agree(c, args_.rank, first_out, second_out, result);
+  if (second.error.empty()) {
+    check_impls_agree(c, args_.rank, first_out, second_out, result);
+    result.failure = check_failure(result.num_mismatches, result.num_nan, result.passed);
+  }
   return result;
 }
 
@@ -251,7 +257,7 @@ RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::s
     r.case_id = format_case_id(c);
     r.rank = args_.rank;
     r.error = e.what();
-    r.error_kind = dynamic_cast<const KernelFault*>(&e) != nullptr ? "kernel" : "harness";
+    r.failure = failure_kind_of(e);
     return r;
   }
   RankCaseResult result = run_case_on_rank(c, *backend, ctx);
@@ -272,7 +278,7 @@ void Worker::run_one_case(const nlohmann::json& msg) {
     result.error = c ? fmt::format("no backend for dcp size {} at world {}", c->dcp_size,
                                    config_.session.world)
                      : fmt::format("cannot parse case id: {}", parse_error);
-    result.error_kind = "harness";
+    result.failure = FailureKind::kHarness;
   } else {
     result = run_case_all_impls(*c, index, "");
     if (config_.session.check_determinism && result.error.empty()) {
@@ -281,7 +287,7 @@ void Worker::run_one_case(const nlohmann::json& msg) {
         result = again;
       } else if (again.output_hash != result.output_hash) {
         result.passed = false;
-        result.error_kind = "kernel";
+        result.failure = FailureKind::kNondeterministic;
         result.error = fmt::format(
             "rank {}: nondeterministic output: output hash {:016x}, then {:016x} on a rerun",
             args_.rank, result.output_hash, again.output_hash);
@@ -331,12 +337,6 @@ nlohmann::json Worker::run_bench(const nlohmann::json& request) {
   return run_bench_request(request, hooks);
 }
 
-std::pair<std::string, int> classify(const std::exception& e) {
-  if (dynamic_cast<const UsageError*>(&e)) return {"usage", kExitUsage};
-  if (dynamic_cast<const KernelFault*>(&e)) return {"kernel", kExitKernelFailure};
-  return {"harness", kExitHarness};
-}
-
 }  // namespace
 
 int worker_main(int argc, char** argv) {
@@ -356,11 +356,15 @@ int worker_main(int argc, char** argv) {
   } catch (const ShutdownRequested&) {
     return 0;
   } catch (const std::exception& e) {
-    auto [kind, code] = classify(e);
+    const FailureKind kind = failure_kind_of(e);
+    const int code = exit_code(findings_of(e));
     if (channel && !channel->eof()) {
       try {
-        channel->send(
-            {{"type", "fatal"}, {"rank", args.rank}, {"kind", kind}, {"message", e.what()}}, 2.0);
+        channel->send({{"type", "fatal"},
+                       {"rank", args.rank},
+                       {"kind", to_string(kind)},
+                       {"message", e.what()}},
+                      2.0);
       } catch (const std::exception&) {
         // The supervisor is gone or stuck: the exit status still tells it.
       }

@@ -28,7 +28,7 @@ RankCaseResult error_result(const Case& c, int rank, const std::exception& e) {
   r.case_id = format_case_id(c);
   r.rank = rank;
   r.error = e.what();
-  r.error_kind = dynamic_cast<const KernelFault*>(&e) != nullptr ? "kernel" : "harness";
+  r.failure = failure_kind_of(e);
   return r;
 }
 
