@@ -149,6 +149,11 @@ __device__ void combine_rows(const CombineView& v, int first_row, int row_step, 
         }
       }
       dst[vec] = pack8<kOut>(acc);
+      if constexpr (kWithMutants) {
+        if (mutant == kMutantWritePastOutput && row == num_rows - 1) {
+          dst[vec + vecs_per_row] = pack8<kOut>(acc);  // row num_rows: past the end
+        }
+      }
     }
   }
 }

@@ -27,6 +27,7 @@ enum GpuMutantId : int {
   kMutantHalfAccumulation = 13,
   kMutantUnnormalisedWithNegInf = 14,
   kMutantDropLastOddToken = 15,
+  kMutantWritePastOutput = 16,
 };
 
 struct GpuMutantInfo {
@@ -92,6 +93,11 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
     {kMutantDropLastOddToken, "drop-last-odd-token", "sizing",
      "the combine walks tokens in pairs without a tail: the last token of an odd count is "
      "never written",
+     true, ""},
+    {kMutantWritePastOutput, "write-past-output", "sizing",
+     "the combine's row bound is off by one: the last row is stored again one row further, D "
+     "elements past the end of the output (every element of the output is right; only a "
+     "guard zone sees it)",
      true, ""},
 };
 

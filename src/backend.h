@@ -61,6 +61,9 @@ struct Batch {
   // If set, the backend adds its stage, wait and collect time here (the case
   // runner counts the rest of run_batch as launch).
   PhaseTimes* phases = nullptr;
+  // If set, the backend appends one line per damaged guard zone
+  // (guard_zone.h): a write out of bounds, found after the call completed.
+  std::vector<std::string>* out_of_bounds = nullptr;
 };
 
 class RankBackend {

@@ -1,5 +1,6 @@
 #include "case_runner.h"
 
+#include <fmt/format.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -169,8 +170,9 @@ class CheckPipeline {
   uint64_t hash_ = kFnvOffset;
 };
 
-void run_batches(const Case& c, RankBackend& backend, const CaseRunContext& ctx,
-                 RankCaseResult& result) {
+// Returns the guard-zone damage the backend found (one line each).
+std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
+                                     const CaseRunContext& ctx, RankCaseResult& result) {
   const BackendConfig& bc = *ctx.backend_config;
   const FaultSpec& fault = ctx.fault;
   const bool fault_here = fault.kind != FaultSpec::Kind::kNone && fault.rank == bc.global_rank &&
@@ -180,12 +182,14 @@ void run_batches(const Case& c, RankBackend& backend, const CaseRunContext& ctx,
   const bool device_produces = backend.produces_inputs();
   CheckPipeline pipeline(c, ctx, result);
   PhaseTimes& phases = result.phases;
+  std::vector<std::string> out_of_bounds;
   for (const PlannedBatch& planned : plan_case(c, bc.group_rank)) {
     if (planned.calls.empty()) continue;
     PhaseClock clock;
     Batch batch;
     batch.mode = planned.mode;
     batch.phases = &phases;
+    batch.out_of_bounds = &out_of_bounds;
     std::vector<int> ops;
     for (const PlannedCall& call : planned.calls) {
       batch.calls.push_back(make_call_inputs(c, bc, call, device_produces));
@@ -212,6 +216,7 @@ void run_batches(const Case& c, RankBackend& backend, const CaseRunContext& ctx,
   }
   pipeline.finish();
   result.output_hash = pipeline.hash();
+  return out_of_bounds;
 }
 
 }  // namespace
@@ -269,9 +274,17 @@ RankCaseResult run_case_on_rank(const Case& c, RankBackend& backend, const CaseR
   result.rank = ctx.backend_config->global_rank;
   const auto start = Clock::now();
   try {
-    run_batches(c, backend, ctx, result);
+    const std::vector<std::string> out_of_bounds = run_batches(c, backend, ctx, result);
     result.passed = result.num_mismatches == 0 && result.num_checked > 0;
     result.failure = check_failure(result.num_mismatches, result.num_nan, result.passed);
+    if (!out_of_bounds.empty()) {
+      // Every call still ran (a peer never waits for a rank that stopped early).
+      result.failure = headline(FailureKind::kOutOfBounds, result.failure);
+      result.error = fmt::format("{}{}", out_of_bounds.front(),
+                                 out_of_bounds.size() > 1
+                                     ? fmt::format(" (and {} more)", out_of_bounds.size() - 1)
+                                     : "");
+    }
   } catch (const std::exception& e) {
     result.error = e.what();
     result.failure = failure_kind_of(e);

@@ -17,6 +17,7 @@ enum class FailureKind : unsigned char {
   kCudaError,         // another CUDA error inside the op (injected ones too)
   kKernelError,       // the kernel returned an error status (plugin ABI: init, call, set_epoch)
   kCrash,             // a worker died while inside the kernel under test
+  kOutOfBounds,       // the kernel wrote into a guard zone (before/after a buffer it may write)
   kNondeterministic,  // the determinism rerun produced other output bits
   kHang,              // no progress past the deadline, or a bounded device wait gave up
   kMismatch,          // the checker found wrong elements (some not NaN)
@@ -28,7 +29,7 @@ enum class FailureKind : unsigned char {
   kNone,              // no failure (passed, skipped)
 };
 
-// "trap", "cuda-error", "kernel-error", "crash", "nondeterministic", "hang",
+// "trap", "cuda-error", "kernel-error", "crash", "out-of-bounds", "nondeterministic", "hang",
 // "mismatch", "nan", "worker-died", "harness", "usage", "interrupted", "none".
 std::string_view to_string(FailureKind k);
 std::optional<FailureKind> failure_kind_from_string(std::string_view name);

@@ -31,6 +31,7 @@
 #include "cuda_raii.h"
 #include "direct_a2a.h"
 #include "errors.h"
+#include "guard_zone.h"
 #include "input_producer.h"
 #include "kernel_instance.h"
 #include "mutants.h"
@@ -61,8 +62,10 @@ struct CallShape {
 struct CallBuffers {  // device side of one call
   DeviceBuffer partial_output, partial_lse, seq_lens, query_start_loc, output, token_normal;
 };
+// The output buffer is [guard | output | guard] (guard_zone.h); `guards`
+// receives both guards after the call.
 struct CallStaging {  // host side of one call
-  PinnedBuffer partial_output, partial_lse, seq_lens, query_start_loc, output, token_normal;
+  PinnedBuffer partial_output, partial_lse, seq_lens, query_start_loc, output, token_normal, guards;
 };
 
 // Everything one op launch reads: the plugin call's arguments. Zeroed with
@@ -74,6 +77,7 @@ static_assert(std::is_trivially_copyable_v<OpLaunch>);
 // One mapped region of the kernel's workspace on this rank.
 struct MappedRegion {
   dcpRegionRequest_v1 request;
+  size_t tail_guard = 0;  // payload regions: canary bytes past request.bytes
   std::unique_ptr<SymmetricBuffer> symmetric;  // payload / control
   DeviceBuffer local;                          // local kind
   std::vector<void*> peers;
@@ -120,8 +124,15 @@ class GpuBackend final : public RankBackend {
   // the op's own launch) are the kernel's, the rest the harness's.
   void check(cudaError_t err, const char* what, bool in_op) const;
   std::string status_text() const;
+  uint8_t* output_of(const CallBuffers& b) const {
+    return static_cast<uint8_t*>(b.output.data()) + guard_;
+  }
+  void check_guards(const CallInputs& in, const CallStaging& st,
+                    std::vector<std::string>* out) const;
+  void check_region_tails(std::vector<std::string>* out);
 
   BackendConfig cfg_;
+  size_t guard_ = 0;               // bytes of each output guard zone
   const Case* current_ = nullptr;  // for messages, valid during run_batch
   std::array<Stream, kMaxSlots> streams_;
   // Status record: device pointer for the kernel, host pointer for messages.
@@ -150,6 +161,7 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
             "geometry H={} D={} max_tokens={} is not supported (D must be a multiple of 8)",
             g.heads_per_rank, g.head_dim, g.max_tokens);
   CUDA_CHECK(rank, HarnessError, cudaSetDevice(cfg_.device));
+  guard_ = guard_bytes_for(size_t{2} * g.heads_per_rank * g.head_dim);
   for (Stream& s : streams_) s.create(rank);
   init_status();
   init_kernel(rendezvous);
@@ -237,7 +249,8 @@ void GpuBackend::map_regions(const std::vector<dcpRegionRequest_v1>& requests,
       m.peers[cfg_.group_rank] = m.local.data();
     } else {
       SymmetricRequest req;
-      req.bytes = q.bytes;
+      if (q.kind == DCP_REGION_PAYLOAD) m.tail_guard = guard_bytes_for(0);
+      req.bytes = q.bytes + m.tail_guard;
       req.device = cfg_.device;
       req.global_rank = rank;
       req.group_rank = cfg_.group_rank;
@@ -256,6 +269,10 @@ void GpuBackend::map_regions(const std::vector<dcpRegionRequest_v1>& requests,
       CUDA_CHECK(rank, HarnessError, cudaMemset(local, static_cast<int>(q.fill_byte), q.bytes));
     } else if (q.init == DCP_REGION_INIT_ZERO && q.kind == DCP_REGION_LOCAL) {
       CUDA_CHECK(rank, HarnessError, cudaMemset(local, 0, q.bytes));
+    }
+    if (m.tail_guard > 0) {
+      CUDA_CHECK(rank, HarnessError,
+                 cudaMemset(static_cast<uint8_t*>(local) + q.bytes, kGuardCanary, m.tail_guard));
     }
     std::vector<int64_t> table(cfg_.dcp_size, 0);
     for (int r = 0; r < cfg_.dcp_size; ++r) table[r] = reinterpret_cast<int64_t>(m.peers[r]);
@@ -352,8 +369,9 @@ void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) co
   b.partial_lse.ensure(sh.in_lse_bytes, rank);
   b.seq_lens.ensure(seq_bytes, rank);
   b.query_start_loc.ensure(seq_bytes, rank);
-  b.output.ensure(sh.output_bytes, rank);
+  b.output.ensure(sh.output_bytes + 2 * guard_, rank);
   b.token_normal.ensure(sh.num_tokens, rank);
+  st.guards.ensure(2 * guard_, rank);
   st.token_normal.ensure(sh.num_tokens, rank);
   st.partial_output.ensure(sh.in_out_bytes, rank);
   st.partial_lse.ensure(sh.in_lse_bytes, rank);
@@ -416,7 +434,7 @@ OpLaunch GpuBackend::make_launch(const CallShape& sh, int slot, const CallBuffer
     op.query_start_loc = static_cast<const int32_t*>(b.query_start_loc.data());
     op.num_seqs = sh.num_seq_slots;
   }
-  op.output = b.output.data();
+  op.output = output_of(b);
   op.timeout_ns = static_cast<uint64_t>(std::max(1e-3, cfg_.spin_timeout_s) * 1e9);
   return op;
 }
@@ -456,16 +474,23 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
                           cudaMemcpyHostToDevice, s),
           "copy query_start_loc in", false);
   }
-  check(cudaMemsetAsync(b.output.data(), 0xFF, sh.output_bytes, s), "poison output", false);
+  uint8_t* out = output_of(b);
+  check(cudaMemsetAsync(out, 0xFF, sh.output_bytes, s), "poison output", false);
+  check(cudaMemsetAsync(out - guard_, kGuardCanary, guard_, s), "fill guard", false);
+  check(cudaMemsetAsync(out + sh.output_bytes, kGuardCanary, guard_, s), "fill guard", false);
   check(launch_delay(in.skew_ns, s), "skew delay", false);
   if (graph != nullptr) {
     check(cudaGraphLaunch(graph, s), "graph replay", true);
   } else {
     enqueue_op(make_launch(sh, in.slot, b), s);
   }
-  check(cudaMemcpyAsync(st.output.data(), b.output.data(), sh.output_bytes, cudaMemcpyDeviceToHost,
-                        s),
+  check(cudaMemcpyAsync(st.output.data(), out, sh.output_bytes, cudaMemcpyDeviceToHost, s),
         "copy output out", false);
+  auto* guards = static_cast<uint8_t*>(st.guards.data());
+  check(cudaMemcpyAsync(guards, out - guard_, guard_, cudaMemcpyDeviceToHost, s), "copy guard out",
+        false);
+  check(cudaMemcpyAsync(guards + guard_, out + sh.output_bytes, guard_, cudaMemcpyDeviceToHost, s),
+        "copy guard out", false);
 }
 
 void GpuBackend::capture(SlotGraph& g, const OpLaunch& op, cudaStream_t s) {
@@ -503,10 +528,11 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch(const Case& c, const Bat
   outputs.reserve(n);
   PhaseTimes unused;
   PhaseTimes& phases = batch.phases != nullptr ? *batch.phases : unused;
-  auto collect = [&](const CallStaging& st) {
+  auto collect = [&](const CallStaging& st, const CallInputs& in) {
     PhaseClock clock;
     const auto* p = static_cast<const uint8_t*>(st.output.data());
     outputs.emplace_back(p, p + sh.output_bytes);
+    check_guards(in, st, batch.out_of_bounds);
     clock.lap(phases.collect_ms);
   };
   auto wait = [&] {
@@ -519,7 +545,7 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch(const Case& c, const Bat
       ensure(sh, eager_buffers_, staging_[0]);
       enqueue_call(sh, in, staging_[0], eager_buffers_, stream_for(in.slot), nullptr, &phases);
       wait();
-      collect(staging_[0]);
+      collect(staging_[0], in);
     }
   } else if (batch.mode == ExecMode::kPipelined) {
     if (pipe_buffers_.size() < n) pipe_buffers_.resize(n);
@@ -529,7 +555,7 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch(const Case& c, const Bat
                    stream_for(batch.calls[i].slot), nullptr, &phases);
     }
     wait();
-    for (size_t i = 0; i < n; ++i) collect(staging_[i]);
+    for (size_t i = 0; i < n; ++i) collect(staging_[i], batch.calls[i]);
   } else {
     for (size_t i = 0; i < n; ++i) {
       const CallInputs& in = batch.calls[i];
@@ -551,10 +577,36 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch(const Case& c, const Bat
       enqueue_call(sh, in, staging_[i], g.buffers, s, g.exec.get(), &phases);
     }
     wait();
-    for (size_t i = 0; i < n; ++i) collect(staging_[i]);
+    for (size_t i = 0; i < n; ++i) collect(staging_[i], batch.calls[i]);
   }
+  check_region_tails(batch.out_of_bounds);
   current_ = nullptr;
   return outputs;
+}
+
+// Guard zones (guard_zone.h): the output's two guards came back with the
+// output; a damaged one is reported and refilled before the next call anyway.
+void GpuBackend::check_guards(const CallInputs& in, const CallStaging& st,
+                              std::vector<std::string>* out) const {
+  const auto* g = static_cast<const uint8_t*>(st.guards.data());
+  const std::string damage = describe_guard_damage("output", g, g + guard_, guard_);
+  if (!damage.empty() && out != nullptr) out->push_back(fmt::format("call {}: {}", in.op_idx, damage));
+}
+
+// The tail past each payload region on this rank (peers write into it):
+// compared after every batch, refilled when damaged.
+void GpuBackend::check_region_tails(std::vector<std::string>* out) {
+  for (const MappedRegion& m : regions_) {
+    if (m.tail_guard == 0) continue;
+    uint8_t* tail = static_cast<uint8_t*>(m.peers[cfg_.group_rank]) + m.request.bytes;
+    std::vector<uint8_t> host(m.tail_guard);
+    check(cudaMemcpy(host.data(), tail, m.tail_guard, cudaMemcpyDeviceToHost), "copy region tail",
+          false);
+    const std::string damage = describe_guard_damage(m.request.name, nullptr, host.data(), m.tail_guard);
+    if (damage.empty()) continue;
+    if (out != nullptr) out->push_back(fmt::format("after the batch: {}", damage));
+    check(cudaMemset(tail, kGuardCanary, m.tail_guard), "refill region tail", false);
+  }
 }
 
 // ------------------------------------------------------------------- bench

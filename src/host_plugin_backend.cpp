@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "guard_zone.h"
 #include "host_backend.h"
 #include "kernel_instance.h"
 #include "shm_segment.h"
@@ -26,6 +27,7 @@ size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 struct HostRegion {
   dcpRegionRequest_v1 request;
   size_t offset = 0;  // in the segment (payload/control)
+  size_t tail_guard = 0;  // payload: canary bytes past request.bytes (guard_zone.h)
   std::unique_ptr<uint8_t, decltype(&std::free)> local{nullptr, &std::free};  // local kind
   std::vector<void*> peers;
   std::vector<int64_t> peer_table;
@@ -62,7 +64,8 @@ HostPluginBackend::HostPluginBackend(const BackendConfig& config, Rendezvous& re
     regions_[i].request = requests[i];
     if (requests[i].kind == DCP_REGION_LOCAL) continue;
     regions_[i].offset = segment_bytes;
-    segment_bytes = align_up(segment_bytes + requests[i].bytes, page);
+    if (requests[i].kind == DCP_REGION_PAYLOAD) regions_[i].tail_guard = guard_bytes_for(0);
+    segment_bytes = align_up(segment_bytes + requests[i].bytes + regions_[i].tail_guard, page);
   }
   const int W = config_.dcp_size, me = config_.group_rank;
   segments_.resize(W);
@@ -95,6 +98,8 @@ HostPluginBackend::HostPluginBackend(const BackendConfig& config, Rendezvous& re
     }
     if (q.init == DCP_REGION_INIT_FILL)
       std::memset(r.peers[me], static_cast<int>(q.fill_byte), q.bytes);
+    if (r.tail_guard > 0)
+      std::memset(static_cast<uint8_t*>(r.peers[me]) + q.bytes, kGuardCanary, r.tail_guard);
     r.peer_table.assign(W, 0);
     for (int i = 0; i < W; ++i) r.peer_table[i] = reinterpret_cast<int64_t>(r.peers[i]);
     dcpRegion_v1 m{};
@@ -133,11 +138,15 @@ std::vector<std::vector<uint8_t>> HostPluginBackend::run_batch(const Case& c, co
   DCP_CHECK(c.num_tokens >= 1 && c.num_tokens <= g.max_tokens, UsageError,
             "{} tokens: must be in [1, max_tokens={}]", c.num_tokens, g.max_tokens);
   const size_t output_bytes = size_t{2} * c.num_tokens * g.heads_per_rank * g.head_dim;
+  const size_t guard = guard_bytes_for(size_t{2} * g.heads_per_rank * g.head_dim);
   std::vector<std::vector<uint8_t>> outputs;
   outputs.reserve(batch.calls.size());
   for (const CallInputs& in : batch.calls) {
     if (in.skew_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(in.skew_ns));
-    std::vector<uint8_t> out(output_bytes, 0xFF);  // poisoned: unwritten elements are NaN
+    // [guard | output | guard]; the output poisoned: unwritten elements are NaN.
+    std::vector<uint8_t> guarded(output_bytes + 2 * guard, kGuardCanary);
+    uint8_t* out = guarded.data() + guard;
+    std::memset(out, 0xFF, output_bytes);
     dcpCallArgs_v1 a{};
     a.struct_size = sizeof a;
     a.stream = nullptr;
@@ -155,10 +164,26 @@ std::vector<std::vector<uint8_t>> HostPluginBackend::run_batch(const Case& c, co
       a.query_start_loc = in.query_start_loc.data();
       a.num_seqs = static_cast<int32_t>(in.seq_lens.size());
     }
-    a.output = out.data();
+    a.output = out;
     a.timeout_ns = static_cast<uint64_t>(std::max(1e-3, config_.spin_timeout_s) * 1e9);
     instance_->call(a, fmt::format("call {}", in.op_idx).c_str());
-    outputs.push_back(std::move(out));
+    const std::string damage =
+        describe_guard_damage("output", guarded.data(), out + output_bytes, guard);
+    if (!damage.empty() && batch.out_of_bounds != nullptr) {
+      batch.out_of_bounds->push_back(fmt::format("call {}: {}", in.op_idx, damage));
+    }
+    outputs.emplace_back(out, out + output_bytes);
+  }
+  // Peers write into this rank's payload regions: their tails after the batch.
+  for (const HostRegion& r : regions_) {
+    if (r.tail_guard == 0) continue;
+    uint8_t* tail = static_cast<uint8_t*>(r.peers[config_.group_rank]) + r.request.bytes;
+    const std::string damage = describe_guard_damage(r.request.name, nullptr, tail, r.tail_guard);
+    if (damage.empty()) continue;
+    if (batch.out_of_bounds != nullptr) {
+      batch.out_of_bounds->push_back(fmt::format("after the batch: {}", damage));
+    }
+    std::memset(tail, kGuardCanary, r.tail_guard);
   }
   return outputs;
 }

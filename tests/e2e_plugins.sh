@@ -71,6 +71,21 @@ replay=$(grep -m1 -o 'dcp-check replay .*' "$WORK/out")
 [[ $replay == *"--kernel $(lib _bad_shape)"* ]] || fail "replay line lacks --kernel: $replay"
 read -ra args <<<"${replay#dcp-check }"
 expect 1 "the replay line reproduces the failure" -- "${args[@]}"
+# Guard zones: a write one element past the output is caught, though every
+# element of the output is right, and named by buffer, side and offset. The
+# write may have hit anything, so the session ends there (later cases skipped).
+expect 1 "a write past the output fails the guard zone" -- "${HOST[@]}" --suite smoke \
+  --kernel "$(lib _write_past_output)" --json "$WORK/oob.json"
+python3 - "$WORK/oob.json" <<'PY' || fail "the out-of-bounds write is not reported as such"
+import json, sys
+report = json.load(open(sys.argv[1]))
+bad = [c for c in report["cases"] if c["status"] not in ("pass", "skipped")]
+assert bad and all(c["failure_type"] == "out-of-bounds" for c in bad), [(c["id"], c["failure_type"]) for c in bad]
+ranks = [r for c in bad for r in c["ranks"] if r["failure"] == "out-of-bounds"]
+assert ranks and all(r["num_mismatches"] == 0 for r in ranks), "the output itself must check clean"
+msg = ranks[0]["error"]
+assert "'output' was written past its end: 2 bytes changed, the first at +0 after the end" in msg, msg
+PY
 expect 0 "stress runs the plugin" -- stress --backend host --world 2 --geometry tiny \
   --kernel "$(lib "")" --duration 3s --seed 7
 

@@ -33,6 +33,9 @@
  *   DCP_TEST_BAD_SHAPE        a broken kernel: the dispatch ignores
  *                             lse_token_stride (uses W*H), so padded-LSE
  *                             cases produce mismatches
+ *   DCP_TEST_WRITE_PAST_OUTPUT a broken kernel: the combine also stores one
+ *                             element past the end of the output (every
+ *                             element is right; only a guard zone sees it)
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -55,7 +58,8 @@
 
 #if defined(DCP_TEST_FP16_ONLY) + defined(DCP_TEST_INIT_FAILS_RANK) + \
         defined(DCP_TEST_CRASH_IN_CALL) + defined(DCP_TEST_HUGE_REGION) + \
-        defined(DCP_TEST_WRONG_ABI) + defined(DCP_TEST_NO_SYMBOL) + defined(DCP_TEST_BAD_SHAPE) > 1
+        defined(DCP_TEST_WRONG_ABI) + defined(DCP_TEST_NO_SYMBOL) + defined(DCP_TEST_BAD_SHAPE) + \
+        defined(DCP_TEST_WRITE_PAST_OUTPUT) > 1
 #error "define at most one DCP_TEST_* variant"
 #endif
 
@@ -697,6 +701,9 @@ static dcpStatus_t hp_call(void* context, const dcpCallArgs_v1* a) {
       }
     }
   }
+#if defined(DCP_TEST_WRITE_PAST_OUTPUT)
+  dst[(size_t)T * H * (size_t)D] = 0x3C00; /* the bug: one element past the end */
+#endif
   if (c->status && slot < DCP_WAIT_STATUS_SLOTS) c->status->last_completed_epoch[slot] = epoch32;
   return DCP_STATUS_OK;
 }
