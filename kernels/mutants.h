@@ -1,5 +1,5 @@
 // Deliberately broken variants ("mutants") of the direct kernel, for
-// `dcp-check selftest` (issue 8). Each is one realistic mistake this kind of
+// `dcp-check selftest`. Each is one realistic mistake this kind of
 // kernel really has. They exist only in the kernels instantiated by
 // launch_direct_a2a_mutant (template flag kWithMutants); the normal launch
 // instantiates the kernels without them, so no normal command can reach one.

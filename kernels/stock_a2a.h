@@ -1,4 +1,4 @@
-// The stock path's device pieces (issue 7), host-side view. Plain C++. The
+// The stock path's device pieces, host-side view. Plain C++. The
 // stock path is: pack (this kernel) -> NCCL all-to-all of both buffers
 // (src/, grouped send/recv, one communicator per DCP group) -> combine (this
 // kernel). It computes exactly what the direct path computes (SPEC section 1),

@@ -1,4 +1,4 @@
-// `--mps auto|on|off` (issue 10). Ranks sharing a GPU time-slice unless an MPS
+// `--mps auto|on|off`. Ranks sharing a GPU time-slice unless an MPS
 // daemon lets them run concurrently.
 //   on:   ranks share a GPU -> start a private control daemon for this run
 //         (pipe and log directories inside the run directory) and stop it on

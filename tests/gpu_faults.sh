@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fault paths on the GPU backend (issue 5), with the hidden test-only
+# Fault paths on the GPU backend, with the hidden test-only
 # `--inject-fault KIND:RANK:CASE:OP` (src/options.cpp). Each run must end
 # within its bound with the exit code the CLI defines, a verdict naming rank
 # and cause, and leave nothing behind (no worker process, no

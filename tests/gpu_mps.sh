@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CUDA MPS for ranks sharing a GPU (issue 10). With every rank on one GPU
+# CUDA MPS for ranks sharing a GPU. With every rank on one GPU
 # (CUDA_VISIBLE_DEVICES is cut to the first GPU when there are more):
 # - `--world 4 --geometry kimi --mps on` (the default suite) passes; the
 #   terminal and the JSON report say MPS "on" (a private daemon), and this
