@@ -32,8 +32,9 @@ REQUIRED=(
   "nlohmann-json3-dev:has_header nlohmann/json.hpp"
   "python3:command -v python3"
 )
-# Nice to have: the e2e tests validate JUnit with junitparser and xmllint when
-# present, and with Python's own XML parser always.
+# Nice to have: e2e_junit_xmllint and e2e_junit_junitparser validate JUnit with
+# them (CTest lists each as skipped, by name, when its validator is missing);
+# Python's own XML parser checks JUnit always.
 OPTIONAL=(
   "libxml2-utils:command -v xmllint"
   "python3-junitparser:has_python_module junitparser"

@@ -20,6 +20,7 @@
 #include "errors.h"
 #include "host_combine.h"
 #include "host_mutants.h"
+#include "plan.h"
 #include "shm_segment.h"
 #include "status_board.h"
 #include "suites.h"
@@ -33,13 +34,20 @@ size_t page_bytes() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
 size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 // One rank's receive buffers, identical in every segment of a group:
-//   header page: epoch[kMaxSlots] (owner only) and flags [kMaxSlots][2][W] u32
+//   header page: epoch[kMaxSlots] (owner only), flags [kMaxSlots][2][W] u32 and
+//                mutant-only step words [kMaxSlots][kHostMaxRanks] u32
 //   lse  [kMaxSlots][2][W][max_tokens][H] fp32
 //   out  [kMaxSlots][2][W][max_tokens][H][D] 16-bit out dtype
 // Rows are innermost-but-one so a call with T tokens touches only T rows.
 struct SegmentLayout {
   int num_ranks = 0, heads = 0, dim = 0, max_tokens = 0;
   static constexpr size_t kFlagsOffset = 256;
+  // Step words: read and written only by the self-test mutants (never by the
+  // correct model). step(owner, slot, peer) is the last epoch `peer` reported
+  // to `owner` through the mutant's step barrier (see run_call).
+  static constexpr size_t kStepsOffset = 1024;
+  static_assert(kFlagsOffset + sizeof(uint32_t) * kMaxSlots * 2 * kHostMaxRanks <= kStepsOffset);
+  static_assert(kStepsOffset + sizeof(uint32_t) * kMaxSlots * kHostMaxRanks <= 4096);
   size_t lse_offset = 0, out_offset = 0, total_bytes = 0;
 
   SegmentLayout(const Geometry& g, int dcp_size)
@@ -51,6 +59,9 @@ struct SegmentLayout {
   }
   size_t flag_index(int slot, int parity, int src) const {
     return (static_cast<size_t>(slot) * 2 + parity) * num_ranks + src;
+  }
+  static size_t step_index(int slot, int peer) {
+    return static_cast<size_t>(slot) * kHostMaxRanks + peer;
   }
   size_t row_index(int slot, int parity, int src, int token, int head) const {
     return ((flag_index(slot, parity, src) * max_tokens) + token) * heads + head;
@@ -74,6 +85,39 @@ float load_lse(DType t, const uint8_t* row, size_t idx) {
   return std::numeric_limits<float>::quiet_NaN();
 }
 
+// Backoff for the i-th failed poll of a bounded wait: CI runs 4 workers on 2
+// cores, so a spinning rank must yield the CPU to the peer it waits for.
+// Returns true when it slept (the caller then looks at its deadline).
+bool back_off(uint64_t i) {
+  if (i < 64) return false;
+  if (i < 1024) {
+    sched_yield();
+    return false;
+  }
+  std::this_thread::sleep_for(std::chrono::microseconds(i < 4096 ? 20 : 200));
+  return true;
+}
+
+// For the single-parity mutant: whether the call before / after each op (in
+// this rank's call order, which the plan fixes for every rank) uses the same slot.
+struct SameSlotNeighbours {
+  std::vector<char> prev, next;  // by op_idx
+};
+
+SameSlotNeighbours same_slot_neighbours(const Case& c, int group_rank) {
+  SameSlotNeighbours n;
+  n.prev.assign(num_ops(c), 0);
+  n.next.assign(num_ops(c), 0);
+  const PlannedCall* last = nullptr;
+  for (const PlannedBatch& b : plan_case(c, group_rank)) {
+    for (const PlannedCall& call : b.calls) {
+      if (last != nullptr && last->slot == call.slot) n.next[last->op_idx] = n.prev[call.op_idx] = 1;
+      last = &call;
+    }
+  }
+  return n;
+}
+
 class HostBackend final : public RankBackend {
  public:
   HostBackend(const BackendConfig& config, Rendezvous& rendezvous);
@@ -83,14 +127,25 @@ class HostBackend final : public RankBackend {
 
  private:
   void validate(const Case& c) const;
-  void run_call(const Case& c, const CallInputs& call, std::vector<uint8_t>& out);
-  void dispatch(const Case& c, const CallInputs& call, int slot, int parity, uint32_t epoch);
+  void run_call(const Case& c, const CallInputs& call, const SameSlotNeighbours* order,
+                std::vector<uint8_t>& out);
+  std::vector<int> dispatch(const Case& c, const CallInputs& call, int slot, int parity,
+                            uint32_t epoch, bool after_same_slot);
   void copy_payload(const Case& c, const CallInputs& call, int dest, int slot, int parity);
   void wait_for_flags(int slot, int parity, uint32_t epoch);
+  // Mutant-only step barrier (see run_call): tell every rank of the group that
+  // this rank reached `epoch`'s step; wait, bounded, until `peer` told us.
+  void post_step(int slot, uint32_t epoch);
+  void wait_step(int slot, int peer, uint32_t epoch, const char* what);
+  void wait_flag_value(int slot, int parity, int src, uint32_t value);
   void combine(const Case& c, int slot, int parity, std::vector<uint8_t>& out) const;
   std::atomic_ref<uint32_t> flag(int dest, int slot, int parity, int src) const {
     auto* flags = reinterpret_cast<uint32_t*>(peers_[dest]->base() + SegmentLayout::kFlagsOffset);
     return std::atomic_ref<uint32_t>(flags[layout_.flag_index(slot, parity, src)]);
+  }
+  std::atomic_ref<uint32_t> step(int owner, int slot, int peer) const {
+    auto* steps = reinterpret_cast<uint32_t*>(peers_[owner]->base() + SegmentLayout::kStepsOffset);
+    return std::atomic_ref<uint32_t>(steps[SegmentLayout::step_index(slot, peer)]);
   }
   uint32_t* own_epochs() const { return reinterpret_cast<uint32_t*>(peers_[me_]->base()); }
   float* lse_of(int dest) const {
@@ -161,17 +216,46 @@ void HostBackend::begin_case(const Case& c) {
     for (int p = 0; p < 2; ++p) {
       for (int src = 0; src < config_.dcp_size; ++src) flag(me_, s, p, src).store(e);
     }
+    for (int peer = 0; peer < config_.dcp_size; ++peer) step(me_, s, peer).store(e);
   }
 }
 
 std::vector<std::vector<uint8_t>> HostBackend::run_batch(const Case& c, const Batch& batch) {
   validate(c);
+  SameSlotNeighbours order;
+  if (config_.mutant == kHostMutantSingleParity) order = same_slot_neighbours(c, me_);
   std::vector<std::vector<uint8_t>> outputs(batch.calls.size());
-  for (size_t i = 0; i < batch.calls.size(); ++i) run_call(c, batch.calls[i], outputs[i]);
+  for (size_t i = 0; i < batch.calls.size(); ++i) {
+    run_call(c, batch.calls[i], config_.mutant == kHostMutantSingleParity ? &order : nullptr,
+             outputs[i]);
+  }
   return outputs;
 }
 
-void HostBackend::run_call(const Case& c, const CallInputs& call, std::vector<uint8_t>& out) {
+// The correct model: dispatch (payload, then flag, to every rank), wait for
+// every rank's flag of this epoch, combine. No hook below runs unless a
+// self-test mutant is selected.
+//
+// Each mutant forces, through the step words, the one interleaving that
+// exposes it, so `selftest` catches it on every run and never by luck of timing
+// (no sleeps). Every step wait depends only on flags or steps that the other
+// ranks post without waiting on this rank, so no hook can deadlock.
+//  - early-signal: dispatch stores the flags only; each reader combines, posts
+//    "combined e" to every rank, and only then do the writers copy their
+//    payloads (after that reader's step). Every reader combines a half its
+//    writers have not written this epoch: zeros or a call two epochs old.
+//  - stale-wait: a writer whose flag word at a reader already holds a nonzero
+//    value (which the mutant's wait accepts) copies and signals only after
+//    that reader's "combined e" step: the reader combines stale data. A rank
+//    leaves the call only once every flag it receives holds e (no run-ahead).
+//  - single-parity: a reader whose next call is on the same slot posts "seen
+//    e" once its flags arrived, and a writer's next call on that slot writes
+//    into a reader only after that step (so no flag moves past an epoch its
+//    reader has not seen). Group rank 0 then waits until every peer's flag
+//    holds e + 1 before it combines: it combines the peers' next payload,
+//    which they wrote into the one half it was reading.
+void HostBackend::run_call(const Case& c, const CallInputs& call, const SameSlotNeighbours* order,
+                           std::vector<uint8_t>& out) {
   const int slot = call.slot;
   DCP_CHECK(slot >= 0 && slot < c.num_slots, HarnessError, "call on slot {} of {}", slot,
             c.num_slots);
@@ -182,35 +266,94 @@ void HostBackend::run_call(const Case& c, const CallInputs& call, std::vector<ui
   // Two parities: a rank cannot reuse a half before every peer has finished
   // reading it (it needs their next-epoch flags, sent only after their combine).
   const int parity = config_.mutant == kHostMutantSingleParity ? 0 : static_cast<int>(epoch & 1);
-  dispatch(c, call, slot, parity, epoch);
+  const bool after_same_slot = order != nullptr && order->prev.at(call.op_idx);
+  const bool before_same_slot = order != nullptr && order->next.at(call.op_idx);
+  const std::vector<int> deferred = dispatch(c, call, slot, parity, epoch, after_same_slot);
   status_->last_signalled_epoch[slot] = epoch;
   wait_for_flags(slot, parity, epoch);
-  if (config_.mutant == kHostMutantSingleParity) {
-    // A GPU combine reads its receive buffer for microseconds while a peer that
-    // ran ahead may already be writing the next call into the same (only)
-    // half; on a CPU that window is too short to be seen reliably. Widen it.
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (before_same_slot) {  // single-parity only
+    post_step(slot, epoch);
+    if (me_ == 0) {
+      for (int src = 1; src < config_.dcp_size; ++src) wait_flag_value(slot, parity, src, epoch + 1);
+    }
   }
   combine(c, slot, parity, out);
+  if (config_.mutant == kHostMutantEarlySignal || config_.mutant == kHostMutantStaleWait) {
+    post_step(slot, epoch);
+    for (int dest : deferred) {
+      wait_step(slot, dest, epoch, "combined");
+      copy_payload(c, call, dest, slot, parity);
+      if (config_.mutant == kHostMutantStaleWait) {
+        flag(dest, slot, parity, me_).store(epoch, std::memory_order_release);
+      }
+    }
+    // stale-wait: the call ends once every late copy into this rank landed, so
+    // no rank runs ahead and the stale half holds exactly the data of epoch - 2.
+    if (config_.mutant == kHostMutantStaleWait) {
+      for (int src = 0; src < config_.dcp_size; ++src) wait_flag_value(slot, parity, src, epoch);
+    }
+  }
   status_->last_completed_epoch[slot] = epoch;
 }
 
-void HostBackend::dispatch(const Case& c, const CallInputs& call, int slot, int parity,
-                           uint32_t epoch) {
+// Copies the payload to every rank and signals it; returns the ranks whose copy
+// a mutant defers to after its combine (always empty for the correct model).
+std::vector<int> HostBackend::dispatch(const Case& c, const CallInputs& call, int slot, int parity,
+                                       uint32_t epoch, bool after_same_slot) {
   const int w = config_.dcp_size;
+  std::vector<int> deferred;
   for (int k = 1; k <= w; ++k) {
     const int dest = (me_ + k) % w;  // start with the next rank: spreads contention
     auto f = flag(dest, slot, parity, me_);
     if (config_.mutant == kHostMutantEarlySignal) {
-      f.store(epoch, std::memory_order_release);
-      // The copy of a real early-signalling kernel is still in flight when a
-      // peer sees the flag; on a CPU the window is nanoseconds and the race is
-      // seen only now and then. Widen it so the self-test sees it every run.
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      copy_payload(c, call, dest, slot, parity);
-    } else {
-      copy_payload(c, call, dest, slot, parity);
-      f.store(epoch, std::memory_order_release);  // publishes the payload above
+      f.store(epoch, std::memory_order_release);  // the flag, with no payload yet
+      deferred.push_back(dest);
+      continue;
+    }
+    // Only this rank writes f (and begin_case, while quiescent): a relaxed read is exact.
+    if (config_.mutant == kHostMutantStaleWait && f.load(std::memory_order_relaxed) != 0) {
+      deferred.push_back(dest);
+      continue;
+    }
+    if (after_same_slot) wait_step(slot, dest, epoch - 1, "seen");  // single-parity only
+    copy_payload(c, call, dest, slot, parity);
+    f.store(epoch, std::memory_order_release);  // publishes the payload above
+  }
+  return deferred;
+}
+
+void HostBackend::post_step(int slot, uint32_t epoch) {
+  for (int owner = 0; owner < config_.dcp_size; ++owner) {
+    step(owner, slot, me_).store(epoch, std::memory_order_release);
+  }
+}
+
+void HostBackend::wait_step(int slot, int peer, uint32_t epoch, const char* what) {
+  const auto deadline =
+      Clock::now() + std::chrono::microseconds(static_cast<int64_t>(config_.spin_timeout_s * 1e6));
+  auto s = step(me_, slot, peer);
+  for (uint64_t i = 1; s.load(std::memory_order_acquire) != epoch; ++i) {
+    if (back_off(i) && Clock::now() > deadline) {
+      DCP_FAULT(FailureKind::kHang,
+                "host model (mutant {}): rank {} waited {} s for rank {} to report '{}' for "
+                "slot {} epoch {} (step holds {})",
+                config_.mutant, config_.global_rank, config_.spin_timeout_s,
+                config_.members[peer], what, slot, epoch, s.load());
+    }
+  }
+}
+
+void HostBackend::wait_flag_value(int slot, int parity, int src, uint32_t value) {
+  const auto deadline =
+      Clock::now() + std::chrono::microseconds(static_cast<int64_t>(config_.spin_timeout_s * 1e6));
+  auto f = flag(me_, slot, parity, src);
+  for (uint64_t i = 1; f.load(std::memory_order_acquire) != value; ++i) {
+    if (back_off(i) && Clock::now() > deadline) {
+      DCP_FAULT(FailureKind::kHang,
+                "host model (mutant {}): rank {} waited {} s for rank {}'s flag to reach {} on "
+                "slot {} (it holds {})",
+                config_.mutant, config_.global_rank, config_.spin_timeout_s,
+                config_.members[src], value, slot, f.load());
     }
   }
 }
@@ -263,16 +406,9 @@ void HostBackend::wait_for_flags(int slot, int parity, uint32_t epoch) {
     status_->wait_epoch = epoch;
     status_->wait_flag_value = v;
     status_->waiting = 1;
-    // Backoff: CI runs 4 workers on 2 cores, so a spinning rank must yield the
-    // CPU to the peer it waits for.
     for (uint64_t i = 1; !arrived(v = f.load(std::memory_order_acquire)); ++i) {
-      if (i < 64) continue;
-      if (i < 1024) {
-        sched_yield();
-        continue;
-      }
+      if (!back_off(i)) continue;
       status_->wait_flag_value = v;
-      std::this_thread::sleep_for(std::chrono::microseconds(i < 4096 ? 20 : 200));
       if (Clock::now() > deadline) {
         status_->wait_flag_value = f.load(std::memory_order_acquire);
         status_->trapped = 1;  // `waiting` stays set: the supervisor reports from it

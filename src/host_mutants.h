@@ -2,6 +2,9 @@
 // one rule the direct path relies on, so a run that still passes proves the
 // checker blind. Id 0 is the correct model. Ids are the values of
 // BackendConfig::mutant for the host backend (the GPU mutants have their own table).
+// Contract: each protocol mutant forces the interleaving that exposes it
+// (mutant-only step barriers in HostBackend::run_call, no sleeps), so it is
+// caught on every run of a suite with a case that can expose it.
 #pragma once
 
 #include <string_view>
@@ -28,7 +31,7 @@ inline constexpr HostMutantInfo kHostMutants[] = {
     {kHostMutantSingleParity, "single-parity", "protocol",
      "one parity half instead of two: back-to-back calls overwrite a half still being read"},
     {kHostMutantEarlySignal, "early-signal", "memory-ordering",
-     "flag stored before the payload copy: a peer may combine stale data"},
+     "flag stored before the payload copy: a peer combines stale data"},
     {kHostMutantNoBaseConversion, "no-base-conversion", "arithmetic",
      "base-e LSEs are not converted to base 2 before weighting"},
     {kHostMutantStaleWait, "stale-wait", "protocol",

@@ -23,6 +23,8 @@ fail() {
 
 start() {  # start ARGS...: runs dcp-check in the background, PID = the supervisor
   T0=$(date +%s.%N)
+  : >"$WORK/out"  # emptied here, not only by the child, so no poll sees the last run's output
+  : >"$WORK/err"
   "$BIN" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null &
   PID=$!
 }
@@ -56,13 +58,28 @@ run_workers() {
   return 0
 }
 
+# What run PID still has: polled until nothing is left or 2 s have passed (the
+# kernel reaps workers killed by PR_SET_PDEATHSIG a moment after the supervisor).
 leftovers() {
-  local what=""
-  sleep 0.2  # let the kernel finish reaping workers killed by PR_SET_PDEATHSIG
-  [[ -n $(run_workers "$PID") ]] && what+=" worker-processes"
-  ls /dev/shm 2>/dev/null | grep -q "^dcp-check-${PID}-" && what+=" shm:$(ls /dev/shm | grep "^dcp-check-${PID}-" | tr '\n' ' ')"
-  ls -d "${TMPDIR:-/tmp}/dcp-check.${PID}."* /tmp/dcp-check."${PID}".* >/dev/null 2>&1 && what+=" run-dir"
+  local what deadline=$((SECONDS + 2))
+  while :; do
+    what=""
+    [[ -n $(run_workers "$PID") ]] && what+=" worker-processes"
+    ls /dev/shm 2>/dev/null | grep -q "^dcp-check-${PID}-" && what+=" shm:$(ls /dev/shm | grep "^dcp-check-${PID}-" | tr '\n' ' ')"
+    ls -d "${TMPDIR:-/tmp}/dcp-check.${PID}."* /tmp/dcp-check."${PID}".* >/dev/null 2>&1 && what+=" run-dir"
+    if [[ -z $what ]] || ((SECONDS >= deadline)); then break; fi
+    sleep 0.05
+  done
   echo "$what"
+}
+
+# Polls until the output of run PID matches PATTERN; false after LIMIT_S.
+wait_for_output() {  # wait_for_output PATTERN LIMIT_S
+  local deadline=$((SECONDS + $2))
+  until grep -Eq -- "$1" "$WORK/out" "$WORK/err" 2>/dev/null; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.05
+  done
 }
 
 check() {  # check NAME WANT_RC MAX_S PATTERN...: exit code, time bound, output, cleanup
@@ -135,28 +152,37 @@ finish 20
 check "oom (rank 3, case 1)" 1 8 "rank 3: injected oom"
 
 # Ctrl-C in the middle of a case (a hang holds it there): torn down at once,
-# partial reports written, exit 130; SIGTERM likewise with 143.
+# partial reports written, exit 130; SIGTERM likewise with 143. The signal
+# comes once case 1 of 5 has passed (-v prints it): case 2, where rank 1 hangs,
+# is then held by the 60 s deadline.
 for sig in INT TERM; do
   [[ $sig == INT ]] && want=130 || want=143
   rm -f "$WORK/partial.json" "$WORK/partial.xml"
-  start "${HOST[@]}" --timeout 60 --inject-fault hang:1:1:0 --json "$WORK/partial.json" --junit "$WORK/partial.xml"
-  sleep 2
+  start "${HOST[@]}" -v --timeout 60 --inject-fault hang:1:1:0 --json "$WORK/partial.json" --junit "$WORK/partial.xml"
+  wait_for_output '^PASS +\[1/5\]' 20 || fail "SIG$sig: case 1 did not pass within 20 s"
   T0=$(date +%s.%N)
   kill -s "$sig" "$PID"
   finish 10
   check "SIG$sig during a case" "$want" 5 "SIG$sig"
-  [[ -s $WORK/partial.json ]] || fail "SIG$sig: no partial JSON report"
+  python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$WORK/partial.json" ||
+    fail "SIG$sig: no partial JSON report that parses"
   [[ -s $WORK/partial.xml ]] || fail "SIG$sig: no partial JUnit report"
 done
 
 # The supervisor itself SIGKILLed mid-run: its workers die with it
 # (PR_SET_PDEATHSIG), and no name of the run exists after start-up.
 start --backend host --world 4 --geometry tiny --suite default --timeout 10
-for _ in $(seq 200); do  # until start-up is over: workers up, run directory gone
-  [[ -n $(run_workers "$PID") ]] &&
-    ! ls -d "${TMPDIR:-/tmp}/dcp-check.$PID."* /tmp/dcp-check."$PID".* >/dev/null 2>&1 && break
+started=0
+deadline=$((SECONDS + 10))
+while ((SECONDS < deadline)); do  # until start-up is over: workers up, run directory gone
+  if [[ -n $(run_workers "$PID") ]] &&
+    ! ls -d "${TMPDIR:-/tmp}/dcp-check.$PID."* /tmp/dcp-check."$PID".* >/dev/null 2>&1; then
+    started=1
+    break
+  fi
   sleep 0.05
 done
+((started)) || fail "supervisor SIGKILLed: start-up not over within 10 s"
 T0=$(date +%s.%N)
 kill -KILL "$PID"
 finish 5

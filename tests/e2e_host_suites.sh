@@ -2,9 +2,11 @@
 # The default suite end to end on the host backend (real supervisor, workers,
 # shared-memory protocol, checker), at world 2 and 4, plus the README's main
 # command on the host backend with both reports, which must validate:
-#   JUnit: parsed by junitparser (a real consumer) when importable, xmllint
-#   well-formedness, and a structural check that every count attribute matches
-#   the testcases; JSON: parsed, required fields present, counts consistent.
+#   JUnit: parsed by Python's XML parser, a structural check that every count
+#   attribute matches the testcases; JSON: parsed, required fields present,
+#   counts consistent. The optional validators (xmllint, junitparser) have
+#   their own tests, e2e_junit_xmllint and e2e_junit_junitparser, which CTest
+#   lists as skipped by name when the validator is missing.
 set -u
 BIN=${1:?usage: $0 path/to/dcp-check}
 WORK=$(mktemp -d)
@@ -36,21 +38,7 @@ run kimi --world 4 --geometry kimi --backend host --junit out.xml --json out.jso
 
 [[ -s out.xml && -s out.json ]] || { fail "reports missing"; echo "$failures failures"; exit 1; }
 
-if command -v xmllint >/dev/null 2>&1; then
-  xmllint --noout out.xml && echo "ok   xmllint: out.xml is well-formed" || fail "xmllint rejects out.xml"
-fi
-
-# Prefer an interpreter that has junitparser (the Debian package installs it
-# for /usr/bin/python3, which a pyenv/venv python3 on PATH may not see).
-PY=python3
-for candidate in python3 /usr/bin/python3; do
-  if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import junitparser' 2>/dev/null; then
-    PY=$candidate
-    break
-  fi
-done
-
-"$PY" - out.xml out.json <<'PY' || failures=$((failures + 1))
+python3 - out.xml out.json <<'PY' || failures=$((failures + 1))
 import json, sys
 import xml.etree.ElementTree as ET
 
@@ -77,19 +65,6 @@ for key, value in total.items():
     assert int(root.get(key)) == value, ("testsuites", key, root.get(key), value)
 assert total["tests"] > 0, "no testcases"
 print(f"ok   JUnit structure: {total}")
-
-try:
-    import junitparser
-except ImportError:
-    print("note junitparser not importable: structural check and xmllint only")
-else:
-    xml = junitparser.JUnitXml.fromfile(xml_path)
-    n = sum(1 for suite in xml for _ in suite)
-    assert n == total["tests"], (n, total["tests"])
-    for suite in xml:
-        for case in suite:
-            assert case.is_passed, f"junitparser sees {case.name} as not passed"
-    print(f"ok   junitparser {getattr(junitparser, 'version', '?')}: {n} testcases, all passed")
 
 report = json.load(open(json_path))
 for field in ["schema_version", "tool", "command", "argv", "command_line", "configuration",

@@ -22,22 +22,37 @@ run_workers() {
   return 0
 }
 
+# What run PID still has: polled until nothing is left or 2 s have passed (the
+# kernel reaps workers killed by PR_SET_PDEATHSIG a moment after the supervisor).
 leftovers() {  # leftovers PID
-  local pid=$1 what=""
-  sleep 0.2
-  [[ -n $(run_workers "$pid") ]] && what+=" worker-processes"
-  ls /dev/shm 2>/dev/null | grep -q "^dcp-check-${pid}-" && what+=" shared-memory"
-  ls -d "${TMPDIR:-/tmp}/dcp-check.${pid}."* /tmp/dcp-check."${pid}".* >/dev/null 2>&1 && what+=" run-dir"
+  local pid=$1 what deadline=$((SECONDS + 2))
+  while :; do
+    what=""
+    [[ -n $(run_workers "$pid") ]] && what+=" worker-processes"
+    ls /dev/shm 2>/dev/null | grep -q "^dcp-check-${pid}-" && what+=" shared-memory"
+    ls -d "${TMPDIR:-/tmp}/dcp-check.${pid}."* /tmp/dcp-check."${pid}".* >/dev/null 2>&1 && what+=" run-dir"
+    if [[ -z $what ]] || ((SECONDS >= deadline)); then break; fi
+    sleep 0.05
+  done
   echo "$what"
 }
+
+# The random choices (kill moment, victim) come from $RANDOM, seeded here and
+# printed, so a failing sequence can be redone with KILL_RANDOM_SEED.
+SEED=${KILL_RANDOM_SEED:-$(od -An -N2 -tu2 /dev/urandom | tr -d ' ')}
+RANDOM=$SEED
+echo "seed $SEED (rerun with KILL_RANDOM_SEED=$SEED)"
 
 while ((done_runs < RUNS && attempts < 3 * RUNS)); do
   attempts=$((attempts + 1))
   "$BIN" --backend host --world 4 --geometry tiny --suite default --timeout 10 \
     >"$WORK/out" 2>"$WORK/err" </dev/null &
   pid=$!
-  # A random moment: start-up, mid-case or between cases (0.02 .. 1.5 s).
-  sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.3f", 0.02 + (r % 1480) / 1000 }')"
+  # A random moment: start-up, mid-case or between cases (0.02 .. 1.5 s). The
+  # sleep is the moment chosen, not a wait for anything. ($RANDOM is read here,
+  # not inside $(...), so the seeded sequence is the parent shell's.)
+  r=$RANDOM
+  sleep "$(awk -v r="$r" 'BEGIN { printf "%.3f", 0.02 + (r % 1480) / 1000 }')"
   mapfile -t workers < <(run_workers "$pid")
   if ((${#workers[@]} == 0)); then
     # Finished already or not spawned yet: not a kill test, try again.
@@ -92,7 +107,7 @@ if ((done_runs < RUNS)); then
   exit 1
 fi
 if ((failures)); then
-  echo "$failures of $RUNS random kills failed"
+  echo "$failures of $RUNS random kills failed (seed $SEED)"
   exit 1
 fi
 echo "all $RUNS random kills ended with a verdict within 5 s and left nothing behind"

@@ -13,27 +13,59 @@ fail() {
   exit 1
 }
 
-start=$SECONDS
-timeout 240 "$bin" selftest --backend host --world 2 --geometry tiny --suite default \
-  --json "$work/selftest.json" >"$work/out.txt" 2>&1
-rc=$?
-cat "$work/out.txt"
-echo "(selftest took $((SECONDS - start)) s)"
-[ "$rc" -eq 0 ] || fail "selftest exited $rc, want 0"
+# Runs the selftest into $work/<tag>.json (its terminal output to <tag>.txt).
+selftest() {  # selftest TAG
+  local start=$SECONDS
+  timeout 240 "$bin" selftest --backend host --world 2 --geometry tiny --suite default \
+    --json "$work/$1.json" >"$work/$1.txt" 2>&1
+  rc=$?
+  cat "$work/$1.txt"
+  echo "(selftest took $((SECONDS - start)) s)"
+  [ "$rc" -eq 0 ] || fail "selftest exited $rc, want 0"
+  [ -s "$work/$1.json" ] || fail "no JSON report written"
+  grep -q '^selftest PASSED' "$work/$1.txt" || fail "no PASSED verdict line"
+}
 
-json="$work/selftest.json"
-[ -s "$json" ] || fail "no JSON report written"
-grep -q '"correct_passed": true' "$json" || fail "the correct kernel did not pass"
-num_mutants=$(grep -c '"verdict":' "$json")
-num_detected=$(grep -c '"verdict": "detected"' "$json")
-# The host table has at least the two protocol mutants the issue names.
-[ "$num_mutants" -ge 2 ] || fail "only $num_mutants host mutants ran"
-[ "$num_detected" -eq "$num_mutants" ] ||
-  fail "$num_detected of $num_mutants host mutants detected"
-for name in single-parity early-signal; do
-  grep -q "\"name\": \"$name\"" "$json" || fail "mutant $name missing from the report"
-done
-grep -q '^selftest PASSED' "$work/out.txt" || fail "no PASSED verdict line"
+# The report, parsed: the correct model passed, every host mutant was detected
+# by a mismatch (the host model forces each mutant's interleaving, so never by
+# a hang or by luck), and the two protocol mutants the issue names ran.
+check_report() {  # check_report JSON
+  python3 - "$1" <<'PY' || fail "selftest report: see the assertion above"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["correct_passed"] is True, "the correct kernel did not pass"
+mutants = {m["name"]: m for m in r["mutants"]}
+assert len(mutants) >= 2, f"only {len(mutants)} host mutants ran"
+for name in ("single-parity", "early-signal"):
+    assert name in mutants, f"mutant {name} missing from the report"
+for name, m in mutants.items():
+    assert m["verdict"] == "detected", f"{name}: verdict {m['verdict']}"
+    assert m["strict"]["how"] == "mismatch", f"{name}: detected by {m['strict']['how']}"
+assert r["num_detected"] == len(mutants), r["num_detected"]
+print(f"ok   {len(mutants)} of {len(mutants)} host mutants detected by a mismatch")
+PY
+}
+
+# Caught cases per mutant, "name=caught/run" sorted, from a report.
+caught_counts() {  # caught_counts JSON
+  python3 - "$1" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(" ".join(sorted(f"{m['name']}={m['strict']['num_caught']}/{m['strict']['num_run']}"
+                      for m in r["mutants"])))
+PY
+}
+
+selftest first
+check_report "$work/first.json"
+# Twice: with the interleavings forced, the same cases catch each mutant on
+# every run (a race that is only sometimes won would change these counts).
+selftest second
+check_report "$work/second.json"
+first=$(caught_counts "$work/first.json") || fail "cannot read caught counts"
+second=$(caught_counts "$work/second.json") || fail "cannot read caught counts"
+[ "$first" = "$second" ] || fail "caught counts differ between two runs: $first vs $second"
+echo "ok   same caught counts on two runs: $first"
 
 # An unknown mutant name is bad usage: exit 2 with a message naming it.
 "$bin" selftest --backend host --world 2 --geometry tiny --suite smoke --mutants no-such \
