@@ -1,4 +1,4 @@
-// Protocol mutants of the host model, for `selftest` (issue 8): each breaks
+// Protocol mutants of the host model, for `selftest`: each breaks
 // one rule the direct path relies on, so a run that still passes proves the
 // checker blind. Id 0 is the correct model. Ids are the values of
 // BackendConfig::mutant for the host backend (the GPU mutants have their own table).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fault paths of the real binary on the host backend (issue 5): an injected
+# Fault paths of the real binary on the host backend: an injected
 # crash, hang, stall, corruption, CUDA error and OOM, and Ctrl-C / SIGTERM.
 # Each must end within its bound with the right exit code and a verdict naming
 # rank and cause, and leave nothing behind: no worker processes, no

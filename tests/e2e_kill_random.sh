@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Kill a random worker with SIGKILL at a random moment of a host run, 20 times
-# (issue 5): every run must end within 5 s of the kill with a verdict that names
+# every run must end within 5 s of the kill with a verdict that names
 # the rank and the signal, and leave nothing behind (no worker processes, no
 # /dev/shm/dcp-check-<pid>-*, no run directory).
 set -u
