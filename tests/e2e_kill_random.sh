@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Kill a random worker with SIGKILL at a random moment of a host run, 20 times
+# Kill a random worker with SIGKILL at a random moment of a host run, 20 times:
 # every run must end within 5 s of the kill with a verdict that names
 # the rank and the signal, and leave nothing behind (no worker processes, no
 # /dev/shm/dcp-check-<pid>-*, no run directory).
