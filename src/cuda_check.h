@@ -1,5 +1,5 @@
 // CUDA and NCCL error checks. Each macro is one statement (do/while(0)) and
-// throws; the message carries file:line, the rank (from a `rank` expression the
+// throws; the message carries the rank (from a `rank` expression the
 // caller names) and the library's own error name and string.
 //
 // CUDA_CHECK(rank, Type, call): Type is the exception class the failure maps
@@ -66,7 +66,7 @@ Type cuda_exception(const std::string& message, cudaError_t err) {
     const cudaError_t dcp_cuda_err_ = (call);                                             \
     if (dcp_cuda_err_ != cudaSuccess) {                                                   \
       throw ::dcp::cuda_exception<Type>(                                                  \
-          fmt::format("{}:{}: rank {}: {} failed: {}", __FILE__, __LINE__, (rank), #call, \
+          fmt::format("rank {}: {} failed: {}", (rank), #call,                            \
                       ::dcp::cuda_error_text(dcp_cuda_err_)),                             \
           dcp_cuda_err_);                                                                 \
     }                                                                                     \

@@ -41,15 +41,14 @@ inline FailureKind failure_kind_of(const std::exception& e) {
 
 }  // namespace dcp
 
-// Wrapped in do/while(0) so they behave as one statement anywhere.
-#define DCP_THROW(Type, ...) \
-  throw Type(fmt::format("{}:{}: {}", __FILE__, __LINE__, fmt::format(__VA_ARGS__)))
+// Messages are user-facing (terminal, reports): they carry no source
+// location; grep the message text to find where it is thrown.
+#define DCP_THROW(Type, ...) throw Type(fmt::format(__VA_ARGS__))
 
-// A KernelFault of a given kind, with the same file:line prefix.
-#define DCP_FAULT(kind, ...)                                                                  \
-  throw ::dcp::KernelFault(fmt::format("{}:{}: {}", __FILE__, __LINE__, fmt::format(__VA_ARGS__)), \
-                           kind)
+// A KernelFault of a given kind.
+#define DCP_FAULT(kind, ...) throw ::dcp::KernelFault(fmt::format(__VA_ARGS__), kind)
 
+// Wrapped in do/while(0) so it behaves as one statement anywhere.
 #define DCP_CHECK(cond, Type, ...)   \
   do {                               \
     if (!(cond)) {                   \

@@ -2,7 +2,6 @@
 // (SPEC section 2): 0 pass, 1 kernel failure, 2 usage/environment, 3 harness.
 #include <cstdio>
 #include <exception>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,12 +25,6 @@ Exit codes:
   2    bad usage or missing environment (bad flag, no GPU, too few GPUs)
   3    the harness itself failed
   130  interrupted by SIGINT (143: SIGTERM); partial reports are still written)";
-
-// Usage errors are for users: drop the "file.cpp:123: " a DCP_THROW adds.
-std::string strip_location(const std::string& message) {
-  static const std::regex kLocation(R"(^[^\s:]+\.(cpp|h|cu|cc):\d+: )");
-  return std::regex_replace(message, kLocation, "", std::regex_constants::format_first_only);
-}
 
 // One line, always: CLI11 and nested causes may carry newlines.
 std::string one_line(std::string text) {
@@ -117,7 +110,7 @@ int main(int argc, char** argv) {
   try {
     return cli_main(argc, argv);
   } catch (const dcp::UsageError& e) {
-    return fail("error", strip_location(e.what()), dcp::exit_code(dcp::findings_of(e)));
+    return fail("error", e.what(), dcp::exit_code(dcp::findings_of(e)));
   } catch (const dcp::KernelFault& e) {
     return fail("kernel failure", e.what(), dcp::exit_code(dcp::findings_of(e)));
   } catch (const dcp::HarnessError& e) {

@@ -55,12 +55,12 @@ std::string nccl_version_or_empty();
 }  // namespace dcp
 
 // NCCL_CHECK(lib, rank, Type, call): `call` uses lib.api(); on failure throws
-// Type with file:line, rank, and NCCL's own error string.
+// Type with the rank and NCCL's own error string.
 #define NCCL_CHECK(lib, rank, Type, call)                                                         \
   do {                                                                                            \
     const ncclResult_t dcp_nccl_res_ = (call);                                                    \
     if (dcp_nccl_res_ != ncclSuccess) {                                                           \
-      throw Type(fmt::format("{}:{}: rank {}: {} failed: NCCL error {} ({})", __FILE__, __LINE__, \
+      throw Type(fmt::format("rank {}: {} failed: NCCL error {} ({})",                           \
                              (rank), #call, static_cast<int>(dcp_nccl_res_),                      \
                              (lib).api().get_error_string(dcp_nccl_res_)));                       \
     }                                                                                             \

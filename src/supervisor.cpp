@@ -99,7 +99,11 @@ void Session::Impl::start() {
     wc.device = env.rank_gpu.empty() ? 0 : env.rank_gpu[w.rank];
     wc.dcp_sizes = dcp_sizes;
     wc.gather_timeout_s = std::max(120.0, 4 * config.timeout_s + 30);
-    w.channel->send(worker_config_to_json(wc));
+    try {
+      w.channel->send(worker_config_to_json(wc));
+    } catch (const std::exception&) {
+      w.channel->close();  // died since it connected: await_ready reports how
+    }
   }
   await_ready(deadline);
   // Every worker has connected and mapped the board: drop both names (and the
