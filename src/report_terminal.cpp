@@ -61,10 +61,8 @@ std::vector<std::string> failures_by_axis(const std::vector<CaseResult>& cases,
   std::map<std::string, Tally> tally;  // "axis=value"
   for (const auto& r : cases) {
     if (r.status == CaseStatus::kSkipped) continue;
-    std::string error;
-    std::optional<Case> c = parse_case_id(r.case_id, &error);
-    if (!c) continue;
-    for (const auto& [axis, value] : case_axes(*c)) {
+    if (!r.scenario) continue;  // an id the supervisor could not parse
+    for (const auto& [axis, value] : case_axes(*r.scenario)) {
       Tally& t = tally[axis + "=" + value];
       ++t.total;
       if (counts_as_failure(r)) ++t.failed;

@@ -27,7 +27,8 @@ TerminalStyle detect_terminal_style(int verbosity);
 // axis table's labels, cases/axes.h).
 std::vector<std::pair<std::string, std::string>> case_axes(const Case& c);
 // "mode=graph: 4 failed / 20" lines for axis values with failures, most
-// telling first (highest failing fraction). Unparsable ids are ignored.
+// telling first (highest failing fraction), from each result's scenario;
+// results without one (an unparsable id) are ignored.
 std::vector<std::string> failures_by_axis(const std::vector<CaseResult>& cases,
                                           size_t max_lines = 12);
 std::string format_mismatch(const Mismatch& m);

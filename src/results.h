@@ -52,6 +52,9 @@ enum class CaseStatus { kPass, kFail, kError, kSkipped };
 
 struct CaseResult {
   std::string case_id;
+  // The case itself, so reporters never re-parse ids; absent only for results
+  // the supervisor records for an id it could not parse.
+  std::optional<Case> scenario;
   std::string suite;
   CaseStatus status = CaseStatus::kSkipped;
   FailureKind failure = FailureKind::kNone;  // kFail/kError: the headline of the ranks' kinds
