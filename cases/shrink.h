@@ -10,10 +10,12 @@
 
 namespace dcp {
 
+// Each axis's shrink steps (cases/axes.h), in the table's shrink order, that
+// lower the measure.
 std::vector<Case> shrink_candidates(const Case& c);
 
-// The size being reduced: tokens + calls + layers + one per non-default
-// axis value + dcp size. Each candidate's measure is strictly smaller.
+// The size being reduced: the sum of the axes' measures (tokens + calls +
+// layers + slots + dcp size + one per other non-default axis value).
 int64_t shrink_measure(const Case& c);
 
 }  // namespace dcp

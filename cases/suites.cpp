@@ -2,6 +2,7 @@
 // group size, over the main axes and the secondary ones (every pair of values
 // of any two axes appears with every group size), plus the upstream test's
 // own cases. `full` is the product of the main axes, secondary axes cycled.
+// The axes and their values are the table's (cases/axes.h).
 #include "suites.h"
 
 #include <fmt/format.h>
@@ -10,146 +11,46 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "axes.h"
 #include "geometry.h"
 #include "mix.h"
 
 namespace dcp {
 namespace {
 
-// Main axes first; the secondary ones (special values, skew, layers, epoch
-// near wrap) join the covering array of `default` too, so e.g. an epoch wrap
-// meets every mode and slot count.
-enum Axis {
-  kAxDcp,
-  kAxOut,
-  kAxLse,
-  kAxBase,
-  kAxTokens,
-  kAxStride,
-  kAxEmpty,
-  kAxMode,
-  kAxSlots,
-  kNumMainAxes,
-  kAxSpecial = kNumMainAxes,
-  kAxSkew,
-  kAxLayers,
-  kAxEpoch,
-  kNumAxes
-};
-enum class Stride { kContig, kPadOut, kPadLse, kPadBoth };
+// The suite axes (axes_for(AxisUse::kSuite)) with their values for one
+// build. Main axes (no full_pick) form the product in `full`; secondary ones
+// cycle there; all of them join the covering array of `default`, so e.g. an
+// epoch wrap meets every mode and slot count.
+struct SuiteAxes {
+  std::vector<const AxisDesc*> axes;
+  std::vector<std::vector<CaseEdit>> values;  // per axis
+  std::vector<size_t> main, secondary;        // indices into axes
 
-constexpr DType kOut[] = {DType::kFp16, DType::kBf16};
-constexpr DType kLse[] = {DType::kFp32, DType::kFp16, DType::kBf16};
-constexpr LseBase kBase[] = {LseBase::kE, LseBase::k2};
-constexpr Stride kStrides[] = {Stride::kContig, Stride::kPadOut, Stride::kPadLse, Stride::kPadBoth};
-constexpr EmptyPattern kEmpty[] = {EmptyPattern::kNone, EmptyPattern::kOne, EmptyPattern::kAll,
-                                   EmptyPattern::kRandom, EmptyPattern::kSpec};
-// Call counts per mode: >= 2 so two slots can alternate; pipelining 4 deep
-// reuses each parity twice without a host sync; 3 graph replays as upstream.
-constexpr std::pair<ExecMode, int> kModes[] = {
-    {ExecMode::kEager, 2}, {ExecMode::kGraph, 3}, {ExecMode::kPipelined, 4}, {ExecMode::kMixed, 6}};
-constexpr int kSlots[] = {1, 2};
-constexpr SpecialLse kSpecials[] = {SpecialLse::kNone,   SpecialLse::kEqual,  SpecialLse::kHugeGap,
-                                    SpecialLse::kPosInf, SpecialLse::kNegInf, SpecialLse::kNan};
-constexpr int kLayers[] = {1, 3};
-
-struct Axes {
-  std::vector<int> dcp_sizes;
-  std::vector<int> token_counts;
-  // Values per axis, in Axis order; `with_secondary` adds the secondary axes.
-  std::vector<int> sizes(bool with_secondary) const {
-    auto n = [](const auto& values) { return static_cast<int>(std::size(values)); };
-    std::vector<int> s = {static_cast<int>(dcp_sizes.size()),
-                          n(kOut),
-                          n(kLse),
-                          n(kBase),
-                          static_cast<int>(token_counts.size()),
-                          n(kStrides),
-                          n(kEmpty),
-                          n(kModes),
-                          n(kSlots)};
-    if (with_secondary) s.insert(s.end(), {n(kSpecials), 2, n(kLayers), 2});  // skew, epoch: 2
-    return s;
+  explicit SuiteAxes(const SuiteContext& s) : axes(axes_for(AxisUse::kSuite)) {
+    for (size_t i = 0; i < axes.size(); ++i) {
+      values.push_back(axes[i]->suite_values(s));
+      (axes[i]->full_pick ? secondary : main).push_back(i);
+    }
+  }
+  size_t index_of(std::string_view name) const {
+    for (size_t i = 0; i < axes.size(); ++i) {
+      if (axes[i]->name == name) return i;
+    }
+    throw std::logic_error(fmt::format("no suite axis '{}'", name));
+  }
+  int size(size_t i) const { return static_cast<int>(values[i].size()); }
+  // Applies value row[k] of axis which[k], in order.
+  void apply(Case& c, const std::vector<size_t>& which, const std::vector<int>& row) const {
+    for (size_t k = 0; k < which.size(); ++k) values[which[k]][static_cast<size_t>(row[k])](c);
   }
 };
-
-std::vector<int> token_counts_for(int max_tokens) {
-  std::vector<int> t;
-  for (int v : {1, 3, 5, 8, 17, 64, 100, max_tokens}) {
-    const int clamped = std::clamp(v, 1, std::max(1, max_tokens));
-    if (std::find(t.begin(), t.end(), clamped) == t.end()) t.push_back(clamped);
-  }
-  return t;
-}
-
-// An overridden preset is written (and parsed back) as a custom geometry.
-Geometry canonical_geometry(const Geometry& g) {
-  const auto preset = g.name.empty() ? std::nullopt : find_geometry(g.name);
-  if (preset && *preset == g) return g;
-  return custom_geometry(g.heads_per_rank, g.head_dim, g.max_tokens, g.storage_heads);
-}
-
-// Padding: the padded backing storage when the geometry has one (as upstream:
-// a 128-head buffer viewed as W*H heads), else a small multiple of 8 for the
-// output and an odd pad for the LSE.
-void set_stride(Case& c, Stride s) {
-  const Geometry& g = c.geometry;
-  const int spare_heads = g.storage_heads - c.dcp_size * g.heads_per_rank;
-  const int out_pad = g.storage_heads > 0 && spare_heads > 0 ? spare_heads * g.head_dim : 64;
-  const int lse_pad = g.storage_heads > 0 && spare_heads > 0 ? spare_heads : 3;
-  c.out_pad_elems = (s == Stride::kPadOut || s == Stride::kPadBoth) ? out_pad : 0;
-  c.lse_pad_elems = (s == Stride::kPadLse || s == Stride::kPadBoth) ? lse_pad : 0;
-}
 
 void set_seed(Case& c, uint64_t base_seed) {
   c.seed = 0;
   std::string id = format_case_id(c);
   id.resize(id.rfind("-s"));  // the id without its seed
   c.seed = mix64(fnv1a(id) ^ mix64(base_seed + kGolden)) & 0xFFFFFF;
-}
-
-void set_epoch_near_wrap(Case& c);
-
-Case make_case(const Geometry& g, const Axes& ax, const std::vector<int>& row) {
-  Case c;
-  c.geometry = g;
-  c.dcp_size = ax.dcp_sizes[static_cast<size_t>(row[kAxDcp])];
-  c.out_dtype = kOut[row[kAxOut]];
-  c.lse_dtype = kLse[row[kAxLse]];
-  c.lse_base = kBase[row[kAxBase]];
-  c.num_tokens = ax.token_counts[static_cast<size_t>(row[kAxTokens])];
-  set_stride(c, kStrides[row[kAxStride]]);
-  c.empty = kEmpty[row[kAxEmpty]];
-  c.mode = kModes[row[kAxMode]].first;
-  c.num_calls = kModes[row[kAxMode]].second;
-  c.num_slots = kSlots[row[kAxSlots]];
-  if (row.size() == kNumAxes) {
-    c.special = kSpecials[row[kAxSpecial]];
-    c.skew = row[kAxSkew] == 1;
-    c.num_layers = kLayers[row[kAxLayers]];
-    if (row[kAxEpoch] == 1) set_epoch_near_wrap(c);
-  }
-  return c;
-}
-
-// Starts the epoch so that it wraps to 0 on every used slot during the case:
-// 2^32 - 3 (wrap at the third op, with ops on both sides of it) when every
-// used slot surely gets >= 3 ops, else earlier. With two slots the split of
-// calls depends on the seed (which depends on the id), so only a call's own
-// layers are sure.
-void set_epoch_near_wrap(Case& c) {
-  const int sure_ops = c.num_slots == 1 ? c.num_calls * c.num_layers : c.num_layers;
-  const int k = std::clamp(sure_ops, 1, 3);
-  c.epoch_start = 0xFFFFFFFFu - static_cast<uint32_t>(k - 1);
-}
-
-// For `full` (main axes only): secondary axes cycle over the rows with
-// coprime periods, so each value appears and meets many combinations.
-void apply_secondary(Case& c, size_t index) {
-  c.special = kSpecials[index % 6];
-  c.skew = index % 7 == 1;
-  if (index % 5 == 2) c.num_layers = 3;
-  if (index % 11 == 3) set_epoch_near_wrap(c);
 }
 
 // Greedy pairwise covering array (AETG-style): each new row starts from an
@@ -245,8 +146,8 @@ std::vector<Case> upstream_suite(const SuiteOptions& opts) {
         Case c;
         c.dcp_size = w;
         c.geometry = g;
-        c.out_dtype = kOut[k % 2];
-        c.lse_base = kBase[(k / 2) % 2];
+        c.out_dtype = k % 2 == 0 ? DType::kFp16 : DType::kBf16;
+        c.lse_base = (k / 2) % 2 == 0 ? LseBase::kE : LseBase::k2;
         c.lse_dtype = DType::kFp32;
         c.num_tokens = std::min(tokens, g.max_tokens);
         set_stride(c, stride);
@@ -263,19 +164,26 @@ std::vector<Case> upstream_suite(const SuiteOptions& opts) {
 }
 
 std::vector<Case> default_suite(const SuiteOptions& opts, const Geometry& g) {
-  const Axes ax{dcp_sizes_for_world(opts.world), token_counts_for(g.max_tokens)};
-  if (ax.dcp_sizes.empty()) return {};
+  const SuiteAxes ax({opts.world, g});
+  const size_t dcp = ax.index_of("dcp");
+  if (ax.size(dcp) == 0) return {};
+  std::vector<size_t> all(ax.axes.size());
+  std::iota(all.begin(), all.end(), size_t{0});
   std::vector<Case> cases;
   // Every group size is its own code path (workspace, peers, concurrent
   // groups), so all pairs of the other axes are covered within each size:
   // strength 3 where one of the three is the dcp size. A fixed structure
   // seed: --seed changes the data, not which cases run.
-  std::vector<int> sizes = ax.sizes(true);
-  sizes.erase(sizes.begin() + kAxDcp);
-  for (size_t w = 0; w < ax.dcp_sizes.size(); ++w) {
-    for (std::vector<int> row : pairwise_rows(sizes, 0xDC9C5EED + w)) {
-      row.insert(row.begin() + kAxDcp, static_cast<int>(w));
-      cases.push_back(make_case(g, ax, row));
+  std::vector<int> sizes;
+  for (size_t i : all) sizes.push_back(ax.size(i));
+  sizes.erase(sizes.begin() + static_cast<std::ptrdiff_t>(dcp));
+  for (int w = 0; w < ax.size(dcp); ++w) {
+    for (std::vector<int> row : pairwise_rows(sizes, 0xDC9C5EED + static_cast<uint64_t>(w))) {
+      row.insert(row.begin() + static_cast<std::ptrdiff_t>(dcp), w);
+      Case c;
+      c.geometry = g;
+      ax.apply(c, all, row);
+      cases.push_back(c);
     }
   }
   finish(cases, opts.base_seed);
@@ -286,17 +194,22 @@ std::vector<Case> default_suite(const SuiteOptions& opts, const Geometry& g) {
 }
 
 std::vector<Case> full_suite(const SuiteOptions& opts, const Geometry& g) {
-  const Axes ax{dcp_sizes_for_world(opts.world), token_counts_for(g.max_tokens)};
-  if (ax.dcp_sizes.empty()) return {};
-  const std::vector<int> sizes = ax.sizes(false);
+  const SuiteAxes ax({opts.world, g});
+  if (ax.size(ax.index_of("dcp")) == 0) return {};
   std::vector<Case> cases;
-  std::vector<int> row(kNumMainAxes, 0);
+  std::vector<int> row(ax.main.size(), 0);
+  std::vector<int> picks(ax.secondary.size());
   while (true) {
-    Case c = make_case(g, ax, row);
-    apply_secondary(c, cases.size());
+    Case c;
+    c.geometry = g;
+    ax.apply(c, ax.main, row);
+    for (size_t k = 0; k < picks.size(); ++k) {
+      picks[k] = static_cast<int>(ax.axes[ax.secondary[k]]->full_pick(cases.size()));
+    }
+    ax.apply(c, ax.secondary, picks);
     cases.push_back(c);
-    int k = kNumMainAxes - 1;  // odometer over the product
-    while (k >= 0 && ++row[k] == sizes[k]) row[k--] = 0;
+    int k = static_cast<int>(row.size()) - 1;  // odometer over the product
+    while (k >= 0 && ++row[k] == ax.size(ax.main[k])) row[k--] = 0;
     if (k < 0) break;
   }
   finish(cases, opts.base_seed);

@@ -100,6 +100,7 @@ CaseResult skipped_result(const Case& c, const std::string& suite, const std::st
                           const std::string& replay) {
   CaseResult r;
   r.case_id = format_case_id(c);
+  r.scenario = c;
   r.suite = suite;
   r.status = CaseStatus::kSkipped;
   r.message = reason;

@@ -92,6 +92,7 @@ int replay_command_main(const ReplayOptions& opts, const std::vector<std::string
       }
       if (r.replay.empty()) r.replay = replay;
       if (r.case_id.empty()) r.case_id = format_case_id(c);
+      if (!r.scenario) r.scenario = c;
       term.case_finished(k, r);
       report.phases.add(r);
       report.cases.push_back(std::move(r));

@@ -97,6 +97,7 @@ class RunCommand {
   void record(size_t i, CaseResult r) {
     const Case& c = cases_[i];
     if (r.case_id.empty()) r.case_id = format_case_id(c);
+    if (!r.scenario) r.scenario = c;
     if (r.suite.empty()) r.suite = v_.selection.suite;
     if (r.replay.empty()) r.replay = replay_for(c);
     // Workers share our terminal's process group, so Ctrl-C kills them too: a

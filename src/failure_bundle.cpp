@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "axes.h"
 #include "errors.h"
 #include "report_json.h"
 #include "results.h"
@@ -21,30 +22,6 @@ namespace fs = std::filesystem;
 constexpr size_t kMaxBundleMismatches = 16;
 
 std::string hex64(uint64_t v) { return fmt::format("0x{:016x}", v); }
-
-nlohmann::json case_json(const Case& c) {
-  nlohmann::json j = {{"id", format_case_id(c)},
-                      {"dcp_size", c.dcp_size},
-                      {"geometry", geometry_json(c.geometry)},
-                      {"out_dtype", to_string(c.out_dtype)},
-                      {"lse_dtype", to_string(c.lse_dtype)},
-                      {"lse_base", to_string(c.lse_base)},
-                      {"num_tokens", c.num_tokens},
-                      {"out_pad_elems", c.out_pad_elems},
-                      {"lse_pad_elems", c.lse_pad_elems},
-                      {"out_token_stride", c.out_token_stride()},
-                      {"lse_token_stride", c.lse_token_stride()},
-                      {"empty", to_string(c.empty)},
-                      {"special", to_string(c.special)},
-                      {"num_slots", c.num_slots},
-                      {"mode", to_string(c.mode)},
-                      {"num_calls", c.num_calls},
-                      {"num_layers", c.num_layers},
-                      {"skew", c.skew},
-                      {"seed", hex64(c.seed)}};
-  j["epoch_start"] = c.epoch_start ? nlohmann::json(*c.epoch_start) : nlohmann::json(nullptr);
-  return j;
-}
 
 nlohmann::json rank_summary_json(const RankCaseResult& r) {
   return {{"rank", r.rank},

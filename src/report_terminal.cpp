@@ -26,13 +26,6 @@ bool counts_as_failure(const CaseResult& r) {
   return r.status == CaseStatus::kFail || r.status == CaseStatus::kError;
 }
 
-std::string stride_axis(const Case& c) {
-  if (c.out_pad_elems == 0 && c.lse_pad_elems == 0) return "contig";
-  if (c.lse_pad_elems == 0) return "padded-out";
-  if (c.out_pad_elems == 0) return "padded-lse";
-  return "padded-both";
-}
-
 std::string world_line(const SessionConfig& config) {
   const Geometry& g = config.geometry;
   return fmt::format("world {}, geometry {} (H={} D={} maxT={}{})", config.world,
@@ -56,23 +49,7 @@ TerminalStyle detect_terminal_style(int verbosity) {
 }
 
 std::vector<std::pair<std::string, std::string>> case_axes(const Case& c) {
-  return {
-      {"dcp", std::to_string(c.dcp_size)},
-      {"geometry", c.geometry.name.empty() ? "custom" : c.geometry.name},
-      {"out", std::string(to_string(c.out_dtype))},
-      {"lse", std::string(to_string(c.lse_dtype))},
-      {"base", std::string(to_string(c.lse_base))},
-      {"tokens", std::to_string(c.num_tokens)},
-      {"stride", stride_axis(c)},
-      {"empty", std::string(to_string(c.empty))},
-      {"special", std::string(to_string(c.special))},
-      {"slots", std::to_string(c.num_slots)},
-      {"mode", std::string(to_string(c.mode))},
-      {"calls", std::to_string(c.num_calls)},
-      {"layers", std::to_string(c.num_layers)},
-      {"skew", c.skew ? "yes" : "no"},
-      {"epoch", c.epoch_start ? "near-wrap" : "fresh"},
-  };
+  return axis_labels(c);
 }
 
 std::vector<std::string> failures_by_axis(const std::vector<CaseResult>& cases,
@@ -84,10 +61,8 @@ std::vector<std::string> failures_by_axis(const std::vector<CaseResult>& cases,
   std::map<std::string, Tally> tally;  // "axis=value"
   for (const auto& r : cases) {
     if (r.status == CaseStatus::kSkipped) continue;
-    std::string error;
-    std::optional<Case> c = parse_case_id(r.case_id, &error);
-    if (!c) continue;
-    for (const auto& [axis, value] : case_axes(*c)) {
+    if (!r.scenario) continue;  // an id the supervisor could not parse
+    for (const auto& [axis, value] : case_axes(*r.scenario)) {
       Tally& t = tally[axis + "=" + value];
       ++t.total;
       if (counts_as_failure(r)) ++t.failed;

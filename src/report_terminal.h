@@ -23,10 +23,12 @@ struct TerminalStyle {
 // tty from isatty(stdout); colour only on a tty, without NO_COLOR, TERM != dumb.
 TerminalStyle detect_terminal_style(int verbosity);
 
-// Axis name/value pairs of a case, as shown in "failures by axis value".
+// Axis name/value pairs of a case, as shown in "failures by axis value" (the
+// axis table's labels, cases/axes.h).
 std::vector<std::pair<std::string, std::string>> case_axes(const Case& c);
 // "mode=graph: 4 failed / 20" lines for axis values with failures, most
-// telling first (highest failing fraction). Unparsable ids are ignored.
+// telling first (highest failing fraction), from each result's scenario;
+// results without one (an unparsable id) are ignored.
 std::vector<std::string> failures_by_axis(const std::vector<CaseResult>& cases,
                                           size_t max_lines = 12);
 std::string format_mismatch(const Mismatch& m);

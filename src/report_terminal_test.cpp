@@ -26,6 +26,7 @@ Case tiny_case(ExecMode mode, int tokens) {
 CaseResult result(const Case& c, CaseStatus status, FailureKind kind = FailureKind::kHang) {
   CaseResult r;
   r.case_id = format_case_id(c);
+  r.scenario = c;
   r.suite = "default";
   r.status = status;
   r.replay = "dcp-check replay w2-" + r.case_id + " --backend host";
@@ -123,6 +124,18 @@ TEST_CASE("failures grouped by axis value: the shared axis value comes first, at
   CHECK(mode_graph);
   // Axis values with no failure never appear.
   for (const auto& l : lines) CHECK(l.find("mode=eager") == std::string::npos);
+}
+
+TEST_CASE("failures grouped by axis value come from each result's Case, not its id") {
+  RunReport report = sample_report();
+  for (CaseResult& r : report.cases) r.case_id = "not-an-id";  // never re-parsed
+  CaseResult unknown = result(tiny_case(ExecMode::kGraph, 5), CaseStatus::kFail);
+  unknown.scenario.reset();  // an id the supervisor could not parse: left out
+  report.cases.push_back(unknown);
+  const auto lines = failures_by_axis(report.cases);
+  bool mode_graph = false;
+  for (const auto& l : lines) mode_graph |= l == "mode=graph: 2 failed / 2 (all)";
+  CHECK(mode_graph);
 }
 
 TEST_CASE("summary: verdict last, counts, mismatch coordinates, replay lines") {

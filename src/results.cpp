@@ -135,24 +135,4 @@ std::string_view to_string(CaseStatus s) {
   return "?";
 }
 
-nlohmann::json geometry_json(const Geometry& g) {
-  return {{"name", g.name},
-          {"heads_per_rank", g.heads_per_rank},
-          {"head_dim", g.head_dim},
-          {"max_tokens", g.max_tokens},
-          {"storage_heads", g.storage_heads},
-          {"source", g.source}};
-}
-
-Geometry geometry_from_json(const nlohmann::json& j) {
-  Geometry g;
-  g.name = j.at("name").get<std::string>();
-  g.heads_per_rank = j.at("heads_per_rank").get<int>();
-  g.head_dim = j.at("head_dim").get<int>();
-  g.max_tokens = j.at("max_tokens").get<int>();
-  g.storage_heads = j.at("storage_heads").get<int>();
-  g.source = j.at("source").get<std::string>();
-  return g;
-}
-
 }  // namespace dcp

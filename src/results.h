@@ -5,11 +5,13 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "axes.h"
 #include "case.h"
 #include "failure.h"
 #include "phase_times.h"
@@ -50,6 +52,9 @@ enum class CaseStatus { kPass, kFail, kError, kSkipped };
 
 struct CaseResult {
   std::string case_id;
+  // The case itself, so reporters never re-parse ids; absent only for results
+  // the supervisor records for an id it could not parse.
+  std::optional<Case> scenario;
   std::string suite;
   CaseStatus status = CaseStatus::kSkipped;
   FailureKind failure = FailureKind::kNone;  // kFail/kError: the headline of the ranks' kinds
@@ -71,8 +76,6 @@ FailureKind check_failure(int64_t num_mismatches, int64_t num_nan, bool passed);
 // The headline of the ranks' kinds (failure.h's order); kNone if none failed.
 FailureKind case_failure(const std::vector<RankCaseResult>& ranks);
 
-// A geometry as JSON (every field), for the worker config and failure bundles.
-nlohmann::json geometry_json(const Geometry& g);
-Geometry geometry_from_json(const nlohmann::json& j);  // throws nlohmann::json::exception
+// geometry_json / geometry_from_json: cases/axes.h.
 
 }  // namespace dcp

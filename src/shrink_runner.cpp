@@ -30,6 +30,7 @@ CaseResult RestartingSession::run(const Case& c, const std::string& suite) {
     session_.reset();
   }
   if (r.case_id.empty()) r.case_id = format_case_id(c);
+  if (!r.scenario) r.scenario = c;
   if (r.suite.empty()) r.suite = suite;
   if (r.replay.empty()) r.replay = replay;
   return r;

@@ -58,6 +58,7 @@ CaseResult Session::Impl::run_bench_point(const Case& c, ::dcp::Impl impl, const
                                           std::vector<std::vector<double>>* rank_us) {
   CaseResult r;
   r.case_id = format_case_id(c);
+  r.scenario = c;
   r.suite = impl == ::dcp::Impl::kStock ? "bench-stock" : "bench-direct";
   SessionConfig replay_config = config;
   if (impl == ::dcp::Impl::kStock) replay_config.kernel = load_kernel("stock")->info();

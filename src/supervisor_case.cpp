@@ -208,6 +208,7 @@ std::optional<CaseFailure> Session::Impl::find_failure(
 CaseResult Session::Impl::run_case(const Case& c, const std::string& suite) {
   CaseResult r;
   r.case_id = format_case_id(c);
+  r.scenario = c;
   r.suite = suite;
   r.replay = replay_command(config, config.world, c);
   if (!dead && interrupted()) {

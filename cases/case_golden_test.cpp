@@ -1,0 +1,185 @@
+// Golden values: case ids, suite case lists, random cases and shrink
+// candidates must not change (replay lines in docs and users' CI logs name
+// cases by id). The hashes below were computed by the code before the axis
+// table (cases/axes.h) existed; a change here is a change users see.
+//
+// Every case is also hashed through fields_text(), written out field by field
+// here and not through the table, so the ids and the cases are pinned
+// independently. To print the current values: DCP_PRINT_GOLDEN=1 cases_tests
+// -tc='golden*'.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "case.h"
+#include "geometry.h"
+#include "mix.h"
+#include "random_case.h"
+#include "shrink.h"
+#include "suites.h"
+
+namespace dcp {
+namespace {
+
+// Every field of a Case, independent of format_case_id.
+std::string fields_text(const Case& c) {
+  const Geometry& g = c.geometry;
+  return fmt::format(
+      "{}|{}:{}:{}:{}:{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", c.dcp_size, g.name,
+      g.heads_per_rank, g.head_dim, g.max_tokens, g.storage_heads, static_cast<int>(c.out_dtype),
+      static_cast<int>(c.lse_dtype), static_cast<int>(c.lse_base), c.num_tokens,
+      c.out_pad_elems, c.lse_pad_elems, static_cast<int>(c.empty), static_cast<int>(c.special),
+      c.num_slots, static_cast<int>(c.mode), c.num_calls, c.num_layers, c.skew ? 1 : 0,
+      c.epoch_start ? fmt::format("{:x}", *c.epoch_start) : "-", c.seed);
+}
+
+// Running FNV-1a over lines, plus a count.
+struct Digest {
+  uint64_t ids = 0xCBF29CE484222325ull;
+  uint64_t fields = 0xCBF29CE484222325ull;
+  uint64_t count = 0;
+  static void fold(uint64_t& h, const std::string& s) {
+    for (char ch : s + "\n") {
+      h ^= static_cast<uint8_t>(ch);
+      h *= 0x100000001B3ull;
+    }
+  }
+  void add(const Case& c) {
+    const std::string id = format_case_id(c);
+    fold(ids, id);
+    fold(fields, fields_text(c));
+    ++count;
+    std::string err;
+    const auto back = parse_case_id(id, &err);
+    REQUIRE_MESSAGE(back.has_value(), err);
+    CHECK(*back == c);
+  }
+  std::string text() const { return fmt::format("{} {:016x} {:016x}", count, ids, fields); }
+};
+
+bool print_golden() { return std::getenv("DCP_PRINT_GOLDEN") != nullptr; }
+
+// Presets, a custom geometry with padded storage, and an overridden preset
+// (written as a custom geometry).
+std::vector<Geometry> geometries() {
+  std::vector<Geometry> gs = geometry_presets();
+  gs.push_back(custom_geometry(3, 128, 40, 16));
+  Geometry over = *find_geometry("kimi");
+  over.heads_per_rank = 8;
+  gs.push_back(over);
+  return gs;
+}
+
+struct Golden {
+  const char* key;
+  const char* digest;
+};
+
+void check_golden(const std::vector<Golden>& expected, const std::string& key,
+                  const Digest& d) {
+  if (print_golden()) MESSAGE(fmt::format("{{\"{}\", \"{}\"}},", key, d.text()));
+  for (const Golden& g : expected) {
+    if (key == g.key) {
+      CHECK_MESSAGE(d.text() == g.digest, key);
+      return;
+    }
+  }
+  FAIL_CHECK("no golden value for " << key);
+}
+
+const std::vector<Golden> kSuiteGolden = {
+    {"smoke/w2", "48 2a9b69a9428148cd 62bb217a4cdbec95"},
+    {"smoke/w4", "60 a9493bf3095d20c6 dd1ea2d32846a97c"},
+    {"smoke/w8", "72 547c035542b11f56 228e5f4479f8ead8"},
+    {"default/w2", "692 e1f86a19589e455f 4d3480f2c47e78ba"},
+    {"default/w4", "1368 c4d0821a08c5a331 48195dd62a1652c2"},
+    {"default/w8", "2040 db60b2d1cd20edbc 181eb00d8ebe779e"},
+    {"full/w2", "84480 e309be0d6c971a75 814f1382f646315f"},
+    {"full/w4", "168960 793da2c5a2bdd2f0 831ff17a307e4df9"},
+    {"full/w8", "253440 5f96ee6f7a1f4ceb 4a8672176b8f830b"},
+    {"upstream/w2", "96 b35b360fd5ce87a1 95ba1871c9420829"},
+    {"upstream/w4", "192 970a36cb456b5735 f380d0003f3b4159"},
+    {"upstream/w8", "288 dfefd91adc967c7d e847e7da96bebd41"},
+};
+
+const std::vector<Golden> kRandomGolden = {
+    {"random/w2", "9600 4d9c0202e958ab2e 874332bdd5768ac2"},
+    {"random/w3", "9600 8f40a02231572f4e 1a98c0aff55a7ad0"},
+    {"random/w4", "9600 7cc814454d0fe854 6158d47865842414"},
+    {"random/w6", "9600 d52a7639968b9198 e321560851c1f250"},
+    {"random/w8", "9600 f18df295cfbd17e5 8a6ce309fd38e363"},
+};
+
+const std::vector<Golden> kShrinkGolden = {
+    {"shrink/random", "15933 1c907978c8bc3a1a e6d8911d307fe698"},
+    {"shrink/suites", "2072 458c9d71b792671e a85749bfb3399014"},
+    {"shrink/chains", "8107 fe11c851c5dd58c4 744497cf89b9c382"},
+};
+
+TEST_CASE("golden: every case of every suite keeps its id and fields") {
+  for (const std::string& suite : suite_names()) {
+    for (int world : {2, 4, 8}) {
+      Digest d;
+      for (const Geometry& g : geometries()) {
+        for (uint64_t seed : {uint64_t{0}, uint64_t{0xDEADBEEFCAFEull}}) {
+          if (suite == "full" && seed != 0) continue;  // the seed only moves the seed field
+          for (const Case& c : build_suite(suite, {world, g, seed})) d.add(c);
+        }
+      }
+      check_golden(kSuiteGolden, fmt::format("{}/w{}", suite, world), d);
+    }
+  }
+}
+
+TEST_CASE("golden: random cases for a (seed, index) stay the same") {
+  for (int world : {2, 3, 4, 6, 8}) {
+    Digest d;
+    for (const Geometry& g : geometries()) {
+      for (uint64_t seed : {uint64_t{0}, uint64_t{1}, uint64_t{99}, ~uint64_t{0}}) {
+        for (uint64_t i = 0; i < 400; ++i) d.add(random_case(seed, i, world, g));
+      }
+    }
+    check_golden(kRandomGolden, fmt::format("random/w{}", world), d);
+  }
+}
+
+TEST_CASE("golden: shrink candidates keep their order") {
+  auto shrink_digest = [](const std::vector<Case>& parents) {
+    Digest d;
+    for (const Case& c : parents) {
+      Digest::fold(d.fields, fmt::format("measure {}", shrink_measure(c)));
+      for (const Case& k : shrink_candidates(c)) d.add(k);
+      Digest::fold(d.ids, "--");
+    }
+    return d;
+  };
+  std::vector<Case> random_parents;
+  for (const Geometry& g : geometries()) {
+    for (uint64_t i = 0; i < 300; ++i) random_parents.push_back(random_case(3, i, 8, g));
+  }
+  check_golden(kShrinkGolden, "shrink/random", shrink_digest(random_parents));
+  std::vector<Case> suite_parents;
+  for (const std::string suite : {"smoke", "default", "upstream"}) {
+    for (const Case& c : build_suite(suite, {8, *find_geometry("kimi-k3"), 5})) {
+      suite_parents.push_back(c);
+    }
+  }
+  check_golden(kShrinkGolden, "shrink/suites", shrink_digest(suite_parents));
+  // Shrinking all the way (first candidate each time) from random cases.
+  Digest chains;
+  for (uint64_t i = 0; i < 200; ++i) {
+    Case c = random_case(11, i, 8, *find_geometry("kimi"));
+    for (auto cand = shrink_candidates(c); !cand.empty(); cand = shrink_candidates(c)) {
+      c = cand[i % cand.size()];
+      chains.add(c);
+    }
+  }
+  check_golden(kShrinkGolden, "shrink/chains", chains);
+}
+
+}  // namespace
+}  // namespace dcp
