@@ -40,6 +40,18 @@ def main(out):
         phases = " / ".join(f"{means[p]:.2f}" for p in PHASES)
         verdict = report["verdict"]
         print(f"| {label} | {value:.1f} ({verdict}) | {'>=' if higher else '<='} {goal} | {'yes' if met else 'no'} | {bound} | {phases} |")
+    # Where a suite's wall time goes beyond the cases' own phases.
+    for name in ("perf-suite-w4.json", "perf-suite-w2.json"):
+        try:
+            report = json.loads((out / name).read_text())
+        except (OSError, ValueError):
+            continue
+        cases = report["cases"]
+        wall = sum(c.get("wall_ms", 0) for c in cases) / 1e3
+        worker = sum(max((r.get("worker_ms", 0) for r in c["ranks"]), default=0) for c in cases) / 1e3
+        elapsed = sum(c["elapsed_ms"] for c in cases) / 1e3
+        print(f"{name}: wall {report['wall_s']:.2f} s = start-up {report['environment']['startup_s']:.2f}"
+              f" + cases {wall:.2f} (slowest worker {worker:.2f}, of which calls and checks {elapsed:.2f}) + rest")
     try:
         log = (out / "perf-checker.log").read_text()
         for line in log.splitlines():

@@ -115,6 +115,7 @@ nlohmann::ordered_json case_to_json(const CaseResult& r) {
           {"message", r.message},
           {"replay", r.replay},
           {"elapsed_ms", r.elapsed_ms},
+          {"wall_ms", r.wall_ms},
           {"ranks", ranks}};
 }
 

@@ -84,6 +84,7 @@ void to_json(nlohmann::json& j, const RankCaseResult& r) {
                      {"output_hash", r.output_hash},
                      {"elapsed_ms", number(r.elapsed_ms)},
                      {"phases", r.phases},
+                     {"worker_ms", r.worker_ms},
                      {"error", r.error},
                      {"failure", to_string(r.failure)},
                      {"error_kind", error_class(r.failure)}};
@@ -100,6 +101,7 @@ void from_json(const nlohmann::json& j, RankCaseResult& r) {
   j.at("output_hash").get_to(r.output_hash);
   r.elapsed_ms = read_number(j, "elapsed_ms");
   if (j.contains("phases")) j.at("phases").get_to(r.phases);
+  if (j.contains("worker_ms")) r.worker_ms = read_number(j, "worker_ms");
   j.at("error").get_to(r.error);
   const std::string name = j.at("failure").get<std::string>();
   const std::optional<FailureKind> kind = failure_kind_from_string(name);

@@ -42,6 +42,7 @@ struct RankCaseResult {
   uint64_t output_hash = 0;    // 64-bit word-wise hash over every output byte of every call
   double elapsed_ms = 0;
   PhaseTimes phases;           // where elapsed_ms went (phase_times.h)
+  double worker_ms = 0;        // the worker's: case message in .. result out (barriers included)
   std::string error;           // non-empty when the case could not complete
   // Set where the failure was found; kNone when passed. JSON: "failure" (its
   // name) and, for older readers, "error_kind" (error_class()).
@@ -61,6 +62,7 @@ struct CaseResult {
   std::string message;         // one-line summary of the failure or skip reason
   std::string replay;          // full replay command line
   double elapsed_ms = 0;       // max over ranks
+  double wall_ms = 0;          // the supervisor's: case sent .. every result in
   std::vector<RankCaseResult> ranks;
 };
 

@@ -55,7 +55,10 @@ Session::Session(const SessionConfig& config) : impl_(std::make_unique<Impl>(con
 Session::~Session() = default;
 
 CaseResult Session::run_case(const Case& c, const std::string& suite) {
-  return impl_->run_case(c, suite);
+  const auto start = SupervisorClock::now();
+  CaseResult r = impl_->run_case(c, suite);
+  r.wall_ms = std::chrono::duration<double, std::milli>(SupervisorClock::now() - start).count();
+  return r;
 }
 
 bool Session::dead() const { return impl_->dead; }

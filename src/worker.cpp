@@ -268,6 +268,7 @@ RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::s
 }
 
 void Worker::run_one_case(const nlohmann::json& msg) {
+  PhaseClock handled;
   const int index = msg.at("index").get<int>();
   const std::string id = msg.at("id").get<std::string>();
   std::string parse_error;
@@ -296,6 +297,7 @@ void Worker::run_one_case(const nlohmann::json& msg) {
       }
     }
   }
+  handled.lap(result.worker_ms);
   channel_.send({{"type", "result"}, {"index", index}, {"result", result}});
 }
 
