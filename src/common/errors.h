@@ -26,6 +26,12 @@ struct KernelFault : std::runtime_error {
       : std::runtime_error(what), kind(is_kernel_failure(k) ? k : FailureKind::kKernelError) {}
   FailureKind kind;
 };
+// A device fault that surfaced at a later CUDA call of ours (an allocation, a
+// copy): the kernel's trap, thrown by CUDA_CHECK; the GPU backend adds its
+// wait diagnosis before passing it on.
+struct StickyDeviceFault : KernelFault {
+  explicit StickyDeviceFault(const std::string& what) : KernelFault(what, FailureKind::kTrap) {}
+};
 // dcp-check itself failed (socket, fork, shared memory, protocol bug).
 struct HarnessError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -49,13 +49,21 @@ inline FailureKind cuda_failure_kind(cudaError_t err, bool wait_gave_up = false)
   return is_device_fault(err) ? FailureKind::kTrap : FailureKind::kCudaError;
 }
 
-// The exception CUDA_CHECK throws: a KernelFault carries cuda_failure_kind.
+// What CUDA_CHECK throws. A device fault is sticky: it surfaces at whatever
+// CUDA call comes next (an allocation, a copy), so it is the kernel's trap
+// whichever Type the call site names. Otherwise Type, a KernelFault carrying
+// cuda_failure_kind.
 template <typename Type>
-Type cuda_exception(const std::string& message, cudaError_t err) {
+[[noreturn]] void throw_cuda_error(const std::string& message, cudaError_t err) {
+  if (is_device_fault(err)) {
+    throw StickyDeviceFault(message +
+                            "; a device fault is sticky: a kernel faulted or trapped before this "
+                            "call, which only reported it");
+  }
   if constexpr (std::is_same_v<Type, KernelFault>) {
-    return KernelFault(message, cuda_failure_kind(err));
+    throw KernelFault(message, cuda_failure_kind(err));
   } else {
-    return Type(message);
+    throw Type(message);
   }
 }
 
@@ -65,7 +73,7 @@ Type cuda_exception(const std::string& message, cudaError_t err) {
   do {                                                                                    \
     const cudaError_t dcp_cuda_err_ = (call);                                             \
     if (dcp_cuda_err_ != cudaSuccess) {                                                   \
-      throw ::dcp::cuda_exception<Type>(                                                  \
+      ::dcp::throw_cuda_error<Type>(                                                      \
           fmt::format("rank {}: {} failed: {}", (rank), #call,                            \
                       ::dcp::cuda_error_text(dcp_cuda_err_)),                             \
           dcp_cuda_err_);                                                                 \

@@ -103,6 +103,7 @@ class GpuBackend final : public RankBackend {
   bool produces_inputs() const override { return true; }
   void begin_case(const Case& c) override;
   std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) override;
+  std::vector<std::vector<uint8_t>> run_batch_checked(const Case& c, const Batch& batch);
   std::vector<double> bench(const Case& c, const Batch& batch, const BenchTiming& timing,
                             const std::function<void()>& barrier) override;
 
@@ -517,7 +518,18 @@ void GpuBackend::capture(SlotGraph& g, const OpLaunch& op, cudaStream_t s) {
 
 // ----------------------------------------------------------------- batches
 
+// A trap that surfaced at one of our own CUDA calls (CUDA_CHECK) is still the
+// kernel's, with the device's wait diagnosis.
 std::vector<std::vector<uint8_t>> GpuBackend::run_batch(const Case& c, const Batch& batch) {
+  try {
+    return run_batch_checked(c, batch);
+  } catch (const StickyDeviceFault& e) {
+    throw KernelFault(fmt::format("{} (in case {}); {}", e.what(), format_case_id(c), status_text()),
+                      FailureKind::kTrap);
+  }
+}
+
+std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, const Batch& batch) {
   CUDA_CHECK(cfg_.global_rank, HarnessError, cudaSetDevice(cfg_.device));
   DCP_CHECK(batch.mode != ExecMode::kMixed, HarnessError, "a batch is never mixed");
   current_ = &c;
