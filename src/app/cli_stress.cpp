@@ -187,8 +187,10 @@ class StressCommand {
     for (uint64_t index = 0; !should_stop(); ++index) {
       const Case c = random_case(v_.seed, index, v_.config.world, v_.config.geometry);
       const auto t0 = Clock::now();
+      const double startup_before = session_.startup_s();
       CaseResult r = session_.run(c, kStressSuite);
-      run_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
+      run_s_ += std::chrono::duration<double>(Clock::now() - t0).count() -
+                (session_.startup_s() - startup_before);
       report_.phases.add(r);
       // Workers share our process group: Ctrl-C kills them too. A case that
       // errored while we were being interrupted did not fail.
@@ -358,6 +360,7 @@ class StressCommand {
                    {"num_calls", num_calls_},
                    {"calls_per_s", calls_per_s()},
                    {"run_s", run_s_},
+                   {"startup_s", session_.startup_s()},
                    {"num_sessions", session_.num_started()},
                    {"keep_going", v_.keep_going},
                    {"failures", failures}};
@@ -373,7 +376,11 @@ class StressCommand {
         static_cast<long long>(num_calls_), format_elapsed_s(elapsed_s()).c_str(), calls_per_s(),
         failures_.size(), failures_.size() == 1 ? "" : "s",
         static_cast<unsigned long long>(v_.seed));
-    if (v_.report.verbosity() >= 1) std::printf("%s\n", report_.phases.line().c_str());
+    if (v_.report.verbosity() >= 1) {
+      std::printf("session start-up %.2f s over %d session%s (not in calls/s)\n", session_.startup_s(),
+                  session_.num_started(), session_.num_started() == 1 ? "" : "s");
+      std::printf("%s\n", report_.phases.line().c_str());
+    }
     for (const StressFailure& f : failures_) {
       const bool small = f.shrunk && f.shrunk->num_steps > 0;
       std::printf("  %s\n",
@@ -397,7 +404,7 @@ class StressCommand {
   std::vector<StressFailure> failures_;
   int64_t num_scenarios_ = 0;
   int64_t num_calls_ = 0;
-  double run_s_ = 0;  // time inside run_case: calls/s excludes start-up and shrinking
+  double run_s_ = 0;  // time running scenarios: calls/s excludes session start-up and shrinking
   double last_status_s_ = 0;
   bool status_shown_ = false;
   Clock::time_point start_ = Clock::now();

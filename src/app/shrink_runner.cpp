@@ -14,10 +14,12 @@ namespace dcp {
 CaseResult RestartingSession::run(const Case& c, const std::string& suite) {
   const std::string replay = replay_command(config_, config_.world, c);
   if (!session_ || session_->dead()) {
+    const auto start = std::chrono::steady_clock::now();
     session_.reset();  // tear the dead one down before spawning new workers
     session_ = std::make_unique<Session>(config_);
     env_ = session_->environment();
     ++num_started_;
+    startup_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   CaseResult r;
   try {

@@ -30,12 +30,15 @@ class RestartingSession {
   // The environment of the latest session; null before the first one started.
   const EnvironmentInfo* environment() const { return env_ ? &*env_ : nullptr; }
   int num_started() const { return num_started_; }
+  // Wall seconds spent starting sessions (and tearing dead ones down), so far.
+  double startup_s() const { return startup_s_; }
 
  private:
   SessionConfig config_;
   std::unique_ptr<Session> session_;
   std::optional<EnvironmentInfo> env_;
   int num_started_ = 0;
+  double startup_s_ = 0;
 };
 
 // Shrinks a kernel failure with fresh-session restarts, printing progress

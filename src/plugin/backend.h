@@ -64,7 +64,21 @@ struct Batch {
   // If set, the backend appends one line per damaged guard zone
   // (guard_zone.h): a write out of bounds, found after the call completed.
   std::vector<std::string>* out_of_bounds = nullptr;
+  // If set, vectors whose capacity the backend may reuse for the outputs.
+  std::vector<std::vector<uint8_t>>* spare_outputs = nullptr;
 };
+
+// `bytes` in a vector taken from `spare` when it has one (its capacity reused).
+inline std::vector<uint8_t> output_from(const uint8_t* bytes, size_t n,
+                                        std::vector<std::vector<uint8_t>>* spare) {
+  std::vector<uint8_t> out;
+  if (spare != nullptr && !spare->empty()) {
+    out = std::move(spare->back());
+    spare->pop_back();
+  }
+  out.assign(bytes, bytes + n);
+  return out;
+}
 
 class RankBackend {
  public:

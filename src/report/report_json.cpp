@@ -62,7 +62,8 @@ nlohmann::ordered_json environment_to_json(const EnvironmentInfo& env) {
           {"nccl_version", env.nccl_version},
           {"dcp_version", env.dcp_version},
           {"git_revision", env.git_revision},
-          {"hostname", env.hostname}};
+          {"hostname", env.hostname},
+          {"startup_s", env.startup_s}};
 }
 
 nlohmann::ordered_json config_to_json(const RunReport& report) {

@@ -65,6 +65,7 @@ const SessionConfig& Session::config() const { return impl_->config; }
 // ---- start-up --------------------------------------------------------------
 
 void Session::Impl::start() {
+  const auto started = SupervisorClock::now();
   signals.emplace();
   dcp_sizes = dcp_sizes_for_world(config.world);
   DCP_CHECK(!dcp_sizes.empty(), UsageError, "--world {}: no DCP group size divides it",
@@ -106,6 +107,7 @@ void Session::Impl::start() {
     }
   }
   await_ready(deadline);
+  env.startup_s = std::chrono::duration<double>(SupervisorClock::now() - started).count();
   // Every worker has connected and mapped the board: drop both names (and the
   // run directory unless MPS lives in it), so even a SIGKILLed supervisor
   // leaves nothing behind; its workers die with it (PR_SET_PDEATHSIG).

@@ -78,6 +78,7 @@ struct EnvironmentInfo {
   std::string dcp_version;
   std::string git_revision;
   std::string hostname;
+  double startup_s = 0;         // session start: GPUs, MPS, workers, workspaces, kernel init
 };
 
 }  // namespace dcp

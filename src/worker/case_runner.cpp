@@ -110,6 +110,7 @@ struct PendingCheck {
 // mismatches and the output hash are those of checking in sequence. A small
 // batch is checked inline: handing it to a thread costs more than it saves.
 constexpr size_t kOverlapMinBytes = size_t{256} << 10;  // 128 Ki 16-bit elements
+constexpr size_t kMaxSpareOutputs = 16;                 // a pipelined batch's worth
 
 class CheckPipeline {
  public:
@@ -155,6 +156,10 @@ class CheckPipeline {
     }
     if (ctx_.outputs != nullptr) {
       for (auto& out : pending_->outputs) ctx_.outputs->push_back(std::move(out));
+    } else if (ctx_.spare_outputs != nullptr) {
+      for (auto& out : pending_->outputs) {
+        if (ctx_.spare_outputs->size() < kMaxSpareOutputs) ctx_.spare_outputs->push_back(std::move(out));
+      }
     }
     pending_.reset();
   }
@@ -190,6 +195,7 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
     batch.mode = planned.mode;
     batch.phases = &phases;
     batch.out_of_bounds = &out_of_bounds;
+    batch.spare_outputs = ctx.spare_outputs;
     std::vector<int> ops;
     for (const PlannedCall& call : planned.calls) {
       batch.calls.push_back(make_call_inputs(c, bc, call, device_produces));

@@ -25,6 +25,9 @@ struct CaseRunContext {
   // If set, receives every call's output in op order (--impl both compares the
   // direct and stock outputs bit for bit: impl_agreement.h).
   std::vector<std::vector<uint8_t>>* outputs = nullptr;
+  // If set, checked outputs go back here and backends refill them (their
+  // capacity outlives the case: no allocation or page faults per call).
+  std::vector<std::vector<uint8_t>>* spare_outputs = nullptr;
 };
 
 // Never throws for kernel or harness faults: they become result.error and

@@ -97,6 +97,7 @@ class Worker {
   };
   std::map<std::string, Built> backends_;                               // key: workspace_key()
   std::map<std::string, std::shared_ptr<const LoadedKernel>> kernels_;  // by spec
+  std::vector<std::vector<uint8_t>> spare_outputs_;  // CaseRunContext::spare_outputs
 };
 
 // Waits as long as it takes between cases (the command decides the pace), but
@@ -237,6 +238,7 @@ RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::s
   ctx.fault = config_.session.fault;
   ctx.case_index = case_index;
   ctx.outputs = outputs;
+  ctx.spare_outputs = &spare_outputs_;
   ctx.progress = [&](int op) {
     channel_.send({{"type", "progress"}, {"index", case_index}, {"op", op}});
   };

@@ -542,8 +542,8 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
   PhaseTimes& phases = batch.phases != nullptr ? *batch.phases : unused;
   auto collect = [&](const CallStaging& st, const CallInputs& in) {
     PhaseClock clock;
-    const auto* p = static_cast<const uint8_t*>(st.output.data());
-    outputs.emplace_back(p, p + sh.output_bytes);
+    outputs.push_back(output_from(static_cast<const uint8_t*>(st.output.data()), sh.output_bytes,
+                                  batch.spare_outputs));
     check_guards(in, st, batch.out_of_bounds);
     clock.lap(phases.collect_ms);
   };
