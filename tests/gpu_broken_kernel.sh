@@ -16,7 +16,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/gpu_lib.bash"
 gpu_init gpu_broken_kernel "$@"
 
 # name ; ERE on case ids the mutant can break ; ERE of its axis rows ;
-# ERE of axis rows it cannot fail (axis values: src/report_terminal.cpp).
+# ERE of axis rows it cannot fail (axis values: src/report/report_terminal.cpp).
 # Fields are separated by ';' because the EREs themselves contain '|'.
 MUTANTS=(
   "no-base-conversion;-basee-;base=e;base=2"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fault paths on the GPU backend, with the hidden test-only
-# `--inject-fault KIND:RANK:CASE:OP` (src/options.cpp). Each run must end
+# `--inject-fault KIND:RANK:CASE:OP` (src/app/options.cpp). Each run must end
 # within its bound with the exit code the CLI defines, a verdict naming rank
 # and cause, and leave nothing behind (no worker process, no
 # /dev/shm/dcp-check-<pid>-* segment, no run directory):

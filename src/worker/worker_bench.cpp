@@ -34,18 +34,6 @@ RankCaseResult error_result(const Case& c, int rank, const std::exception& e) {
 
 }  // namespace
 
-nlohmann::json make_bench_request(int index, const Case& c, const std::string& kernel,
-                                  int ops_per_graph, int repeats, int replays, int warmup) {
-  return {{"type", "bench"},
-          {"index", index},
-          {"id", format_case_id(c)},
-          {"kernel", kernel},
-          {"ops_per_graph", ops_per_graph},
-          {"repeats", repeats},
-          {"replays", replays},
-          {"warmup", warmup}};
-}
-
 nlohmann::json run_bench_request(const nlohmann::json& request, WorkerBenchHooks& hooks) {
   const int index = request.at("index").get<int>();
   const std::string id = request.at("id").get<std::string>();

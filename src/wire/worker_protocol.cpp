@@ -7,6 +7,18 @@ namespace dcp {
 
 using nlohmann::json;
 
+nlohmann::json make_bench_request(int index, const Case& c, const std::string& kernel,
+                                  int ops_per_graph, int repeats, int replays, int warmup) {
+  return {{"type", "bench"},
+          {"index", index},
+          {"id", format_case_id(c)},
+          {"kernel", kernel},
+          {"ops_per_graph", ops_per_graph},
+          {"repeats", repeats},
+          {"replays", replays},
+          {"warmup", warmup}};
+}
+
 std::string_view to_string(FaultSpec::Kind kind) {
   switch (kind) {
     case FaultSpec::Kind::kNone:

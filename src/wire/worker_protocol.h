@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "session.h"
+#include "session_config.h"
 
 namespace dcp {
 
@@ -20,6 +20,12 @@ struct WorkerConfig {
 
 nlohmann::json worker_config_to_json(const WorkerConfig& config);
 WorkerConfig worker_config_from_json(const nlohmann::json& j);  // throws HarnessError
+
+// The `bench` message (worker_bench.h describes it). `kernel`: the spec of the
+// kernel to time ("stock", "direct" or a plugin's).
+nlohmann::json make_bench_request(int index, const Case& c, const std::string& kernel,
+                                  int ops_per_graph,
+                                  int repeats, int replays, int warmup);
 
 std::string_view to_string(FaultSpec::Kind kind);  // crash, hang, stall, corrupt, cuda_error, oom
 

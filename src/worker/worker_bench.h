@@ -13,13 +13,9 @@
 #include "backend.h"
 #include "case_runner.h"
 #include "rendezvous.h"
+#include "worker_protocol.h"
 
 namespace dcp {
-
-// `kernel`: the spec of the kernel to time ("stock", "direct" or a plugin's).
-nlohmann::json make_bench_request(int index, const Case& c, const std::string& kernel,
-                                  int ops_per_graph,
-                                  int repeats, int replays, int warmup);
 
 struct WorkerBenchHooks {
   int rank = 0;

@@ -9,7 +9,7 @@
 
 #include "phase_summary.h"
 #include "results.h"
-#include "session.h"
+#include "session_config.h"
 
 namespace dcp {
 

@@ -1,21 +1,17 @@
-// A Session is one supervisor with its N live workers: spawned, connected,
-// workspaces built. Commands (run, replay, stress, shrink, selftest, bench) use
-// it to run cases; every failure path still tears everything down (RAII).
+// What a session is configured with and what it found about its machine: the
+// types the command line fills, the worker protocol carries and the reports
+// print. No processes here (session.h is the Session itself).
 #pragma once
 
 #include <cstdint>
-#include <memory>
+#include <functional>
 #include <optional>
-#include <string>
 #include <string>
 #include <vector>
 
-#include "backend.h"
-#include "bench.h"
 #include "case.h"
 #include "checker.h"
 #include "kernel_plugin.h"
-#include "results.h"
 
 namespace dcp {
 
@@ -54,7 +50,15 @@ struct SessionConfig {
   FaultSpec fault;
   bool check_determinism = false; // run each case twice, require identical bits
   int verbosity = 0;              // -q: -1, -v: 1
+  // The one-line command that reruns a case with this configuration (built by
+  // the app layer, app/replay.h; the session only copies it into CaseResult).
+  std::function<std::string(const SessionConfig&, const Case&)> replay_line;
 };
+
+// config.replay_line(config, c), or "" when the caller set none.
+inline std::string replay_line_for(const SessionConfig& config, const Case& c) {
+  return config.replay_line ? config.replay_line(config, c) : std::string();
+}
 
 struct GpuInfo {
   int index = 0;
@@ -75,32 +79,6 @@ struct EnvironmentInfo {
   std::string git_revision;
   std::string hostname;
   double startup_s = 0;         // session start: GPUs, MPS, workers, workspaces, kernel init
-};
-
-class Session {
- public:
-  // Spawns workers and builds every group's workspace. Throws UsageError for a
-  // missing GPU/driver (pointing at --backend host), HarnessError otherwise.
-  explicit Session(const SessionConfig& config);
-  ~Session();
-  Session(const Session&) = delete;
-  Session& operator=(const Session&) = delete;
-
-  // Runs one case on every rank (all groups of its dcp size concurrently).
-  // A hang, crash or trap yields kError with the diagnosis in `message`, and
-  // the session becomes dead(): later calls return kSkipped immediately.
-  CaseResult run_case(const Case& c, const std::string& suite);
-  // `dcp-check bench` (GPU backend only; UsageError otherwise): every token
-  // count x impl of the spec, timed on one DCP group of the whole world, each
-  // followed by an output check. Stops at the first error (the session dies).
-  BenchResult run_bench(const BenchSpec& spec);
-  bool dead() const;
-  const EnvironmentInfo& environment() const;
-  const SessionConfig& config() const;
-
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace dcp

@@ -8,7 +8,6 @@
 #include <filesystem>
 
 #include "errors.h"
-#include "replay.h"
 #include "version.h"
 
 namespace dcp {

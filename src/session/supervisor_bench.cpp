@@ -8,9 +8,8 @@
 
 #include "bench.h"
 #include "errors.h"
-#include "replay.h"
 #include "supervisor_impl.h"
-#include "worker_bench.h"
+#include "worker_protocol.h"
 
 namespace dcp {
 namespace {
@@ -63,7 +62,7 @@ CaseResult Session::Impl::run_bench_point(const Case& c, ::dcp::Impl impl, const
   SessionConfig replay_config = config;
   if (impl == ::dcp::Impl::kStock) replay_config.kernel = load_kernel("stock")->info();
   replay_config.against.reset();
-  r.replay = replay_command(replay_config, config.world, c);
+  r.replay = replay_line_for(replay_config, c);
   if (dead) {
     r.status = CaseStatus::kSkipped;
     r.message = "not run: " + dead_reason;

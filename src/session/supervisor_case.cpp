@@ -9,7 +9,6 @@
 #include <cmath>
 
 #include "errors.h"
-#include "replay.h"
 #include "supervisor_impl.h"
 #include "worker_protocol.h"
 
@@ -210,7 +209,7 @@ CaseResult Session::Impl::run_case(const Case& c, const std::string& suite) {
   r.case_id = format_case_id(c);
   r.scenario = c;
   r.suite = suite;
-  r.replay = replay_command(config, config.world, c);
+  r.replay = replay_line_for(config, c);
   if (!dead && interrupted()) {
     kill_workers();
     dead = true;

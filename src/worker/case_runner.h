@@ -10,7 +10,7 @@
 #include "case.h"
 #include "checker.h"
 #include "results.h"
-#include "session.h"
+#include "session_config.h"
 
 namespace dcp {
 

@@ -283,6 +283,9 @@ SessionConfig make_session_config(const SessionOptions& opts, const ReportOption
     config.mutant = picked[0].id;
   }
   config.verbosity = report.verbosity();
+  config.replay_line = [](const SessionConfig& c, const Case& k) {
+    return replay_command(c, c.world, k);
+  };
   return config;
 }
 

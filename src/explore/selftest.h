@@ -26,7 +26,7 @@
 #include "checker.h"
 #include "exit_code.h"
 #include "results.h"
-#include "session.h"
+#include "session_config.h"
 
 namespace dcp {
 

@@ -11,7 +11,7 @@
 
 #include "case.h"
 #include "results.h"
-#include "session.h"
+#include "session_config.h"
 
 namespace dcp {
 

@@ -1,0 +1,46 @@
+// A Session is one supervisor with its N live workers: spawned, connected,
+// workspaces built. Commands (run, replay, stress, shrink, selftest, bench) use
+// it to run cases; every failure path still tears everything down (RAII).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+#include "case.h"
+#include "results.h"
+#include "session_config.h"
+
+namespace dcp {
+
+class Session {
+ public:
+  // Spawns workers and builds every group's workspace. Throws UsageError for a
+  // missing GPU/driver (pointing at --backend host), HarnessError otherwise.
+  explicit Session(const SessionConfig& config);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Runs one case on every rank (all groups of its dcp size concurrently).
+  // A hang, crash or trap yields kError with the diagnosis in `message`, and
+  // the session becomes dead(): later calls return kSkipped immediately.
+  CaseResult run_case(const Case& c, const std::string& suite);
+  // `dcp-check bench` (GPU backend only; UsageError otherwise): every token
+  // count x impl of the spec, timed on one DCP group of the whole world, each
+  // followed by an output check. Stops at the first error (the session dies).
+  BenchResult run_bench(const BenchSpec& spec);
+  bool dead() const;
+  const EnvironmentInfo& environment() const;
+  const SessionConfig& config() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dcp
