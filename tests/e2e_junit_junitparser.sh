@@ -10,15 +10,8 @@ BIN=${1:?usage: $0 path/to/dcp-check}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
-# missing MESSAGE: exit 77 (CTest: skipped, by name), or 1 with DCP_REQUIRE_VALIDATORS=1.
-missing() {
-  if [[ ${DCP_REQUIRE_VALIDATORS:-0} == 1 ]]; then
-    echo "FAIL: $1 (DCP_REQUIRE_VALIDATORS=1)"
-    exit 1
-  fi
-  echo "SKIP: $1"
-  exit 77
-}
+# shellcheck source=validator_lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/validator_lib.bash"
 
 # The Debian package installs junitparser for /usr/bin/python3, which a
 # pyenv/venv python3 on PATH may not see.
