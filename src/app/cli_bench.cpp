@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "bench.h"
@@ -14,6 +13,7 @@
 #include "errors.h"
 #include "exit_code.h"
 #include "options.h"
+#include "report_json.h"
 #include "session.h"
 
 namespace dcp {
@@ -102,13 +102,6 @@ nlohmann::json environment_json(const EnvironmentInfo& env) {
           {"hostname", env.hostname}};
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  out.flush();
-  if (!out) throw HarnessError(fmt::format("cannot write {}", path));
-}
-
 int execute(const ValidBench& v, const std::vector<std::string>& argv) {
   Session session(v.config);
   const EnvironmentInfo& env = session.environment();
@@ -127,9 +120,9 @@ int execute(const ValidBench& v, const std::vector<std::string>& argv) {
     nlohmann::json j = bench_json(result);
     j["environment"] = environment_json(env);
     j["command"] = argv;
-    write_file(v.json_path, j.dump(2) + "\n");
+    write_file_atomically(v.json_path, j.dump(2) + "\n");
   }
-  if (!v.csv_path.empty()) write_file(v.csv_path, bench_csv(result));
+  if (!v.csv_path.empty()) write_file_atomically(v.csv_path, bench_csv(result));
   const int code = exit_code(bench_findings(result));
   fmt::print("{}\n", code == 0 ? "bench: every output check passed"
                                : "bench: FAILED (see the output check lines above)");

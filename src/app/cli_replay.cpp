@@ -16,6 +16,7 @@
 #include "replay.h"
 #include "report_terminal.h"
 #include "session.h"
+#include "shrink_runner.h"
 
 namespace dcp {
 namespace {
@@ -72,27 +73,18 @@ int replay_command_main(const ReplayOptions& opts, const std::vector<std::string
     report.interrupted_by = interrupts.signal_received();
   };
   try {
-    std::unique_ptr<Session> session;
+    // A hang or crash kills the session; later repeats get a fresh one so
+    // that K runs really are K attempts (the restarting session stress and
+    // shrink use: a kernel or harness fault mid-case becomes the case's result).
+    RestartingSession session(v.config);
     for (int k = 0; k < v.repeat; ++k) {
       if (interrupts.signal_received()) {
         report.cases.push_back(skipped_result(c, kReplaySuite, "not run: interrupted", replay));
         continue;
       }
-      // A hang or crash kills the session; later repeats get a fresh one so
-      // that K runs really are K attempts.
-      if (!session || session->dead()) session = std::make_unique<Session>(v.config);
-      report.environment = session->environment();
       term.case_started(k, format_case_id(c));
-      CaseResult r;
-      try {
-        r = session->run_case(c, kReplaySuite);
-      } catch (const KernelFault& e) {
-        r = error_result(c, kReplaySuite, e, replay);
-        session.reset();
-      }
-      if (r.replay.empty()) r.replay = replay;
-      if (r.case_id.empty()) r.case_id = format_case_id(c);
-      if (!r.scenario) r.scenario = c;
+      CaseResult r = session.run(c, kReplaySuite);
+      if (session.environment() != nullptr) report.environment = *session.environment();
       term.case_finished(k, r);
       report.phases.add(r);
       report.cases.push_back(std::move(r));
