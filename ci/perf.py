@@ -51,7 +51,8 @@ def main(out):
         worker = sum(max((r.get("worker_ms", 0) for r in c["ranks"]), default=0) for c in cases) / 1e3
         elapsed = sum(c["elapsed_ms"] for c in cases) / 1e3
         print(f"{name}: wall {report['wall_s']:.2f} s = start-up {report['environment']['startup_s']:.2f}"
-              f" + cases {wall:.2f} (slowest worker {worker:.2f}, of which calls and checks {elapsed:.2f}) + rest")
+              f" + cases {wall:.2f} (slowest worker {worker:.2f}, of which calls and checks {elapsed:.2f})"
+              f" + shut-down {report['environment'].get('teardown_s', 0):.2f} + rest")
     try:
         log = (out / "perf-checker.log").read_text()
         for line in log.splitlines():

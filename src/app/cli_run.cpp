@@ -43,10 +43,14 @@ class RunCommand {
                             v_.config.backend == BackendKind::kHost ? "host" : "gpu"),
                 static_cast<int>(cases_.size()));
     try {
-      Session session(v_.config);
-      report_.environment = session.environment();
-      run_cases(session);
+      auto session = std::make_unique<Session>(v_.config);
+      report_.environment = session->environment();
+      run_cases(*session);
       ran_ = true;
+      const auto teardown = std::chrono::steady_clock::now();
+      session.reset();  // workers shut down, workspaces freed, MPS stopped
+      report_.environment->teardown_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - teardown).count();
     } catch (const std::exception& e) {
       finish_after_exception(exit_code(findings_of(e)), failure_kind_of(e) == FailureKind::kUsage
                                                             ? "the session could not start"

@@ -63,7 +63,8 @@ nlohmann::ordered_json environment_to_json(const EnvironmentInfo& env) {
           {"dcp_version", env.dcp_version},
           {"git_revision", env.git_revision},
           {"hostname", env.hostname},
-          {"startup_s", env.startup_s}};
+          {"startup_s", env.startup_s},
+          {"teardown_s", env.teardown_s}};
 }
 
 nlohmann::ordered_json config_to_json(const RunReport& report) {

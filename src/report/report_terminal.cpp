@@ -266,8 +266,10 @@ void TerminalReporter::summary(const RunReport& report) {
     }
   }
   if (style_.verbosity >= 1 && report.environment) {
-    fmt::print(out_, "session start-up {:.2f} s (GPUs, MPS, workers, workspaces, kernel init)\n",
-               report.environment->startup_s);
+    fmt::print(out_,
+               "session start-up {:.2f} s (GPUs, MPS, workers, workspaces, kernel init), "
+               "shut-down {:.2f} s\n",
+               report.environment->startup_s, report.environment->teardown_s);
   }
   if (style_.verbosity >= 1 && !report.phases.empty()) fmt::print(out_, "{}\n", report.phases.line());
   fmt::print(out_, "{}: {} cases: {} passed, {} failed, {} errors, {} skipped in {} [backend {}]\n",

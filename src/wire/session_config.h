@@ -78,6 +78,7 @@ struct EnvironmentInfo {
   std::string dcp_version;
   std::string git_revision;
   std::string hostname;
+  double teardown_s = 0;        // `run`: the session's shut-down after the last case
   double startup_s = 0;         // session start: GPUs, MPS, workers, workspaces, kernel init
 };
 
