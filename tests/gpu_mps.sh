@@ -117,7 +117,7 @@ finish_dcp 300
 WALL_ON=$ELAPSED
 RC_ON=$RC
 expect_rc mps_on 0 "world 4 kimi default suite ($n cases) with --mps on" && expect_pass_verdict mps_on "$n"
-expect_output mps_on "the terminal summary says MPS on" '^backend gpu, impl direct, MPS on'
+expect_output mps_on "the terminal summary says MPS on" '^backend gpu, kernel direct \(built-in\), MPS on'
 if [[ -s $WORK/mps_on.json ]]; then
   py_checks mps_on "$WORK/mps_on.json" "$n" <<'PY'
 report, n = json.load(open(sys.argv[1])), int(sys.argv[2])
@@ -149,8 +149,10 @@ expect_clean "corrupt"
 expect_no_mps "corrupt"
 
 # 3. SIGKILL of a random worker mid-suite: a harness failure (exit 3) naming
-# the rank, within 5 s plus the daemon's quit, and the daemon is gone.
-start_mps_run kill "${KIMI4[@]}" --mps on --timeout 10
+# the rank, within 5 s plus the daemon's quit, and the daemon is gone. The
+# full suite, so the run is still in its cases when the kill is due (the
+# default suite's cases now take about 1.3 s).
+start_mps_run kill "${KIMI4[@]}" --suite full --mps on --timeout 10
 mapfile -t workers < <(workers_of "$PID")
 if ! kill -0 "$PID" 2>/dev/null || ((${#workers[@]} == 0)); then
   finish_dcp 5
@@ -173,7 +175,7 @@ expect_clean "kill"
 expect_no_mps "kill"
 
 # 4. SIGINT to the supervisor mid-suite: exit 130, partial JSON, daemon gone.
-start_mps_run sigint "${KIMI4[@]}" --mps on --json "$WORK/sigint.json"
+start_mps_run sigint "${KIMI4[@]}" --suite full --mps on --json "$WORK/sigint.json"
 if ! kill -0 "$PID" 2>/dev/null; then
   finish_dcp 5
   fail "sigint: the run ended before the signal was due (exit $RC)"
