@@ -340,7 +340,10 @@ OutputRecipe OutputStreams::recipe(const Case& c, const uint8_t* token_normal_at
 }
 
 SourceInputs generate_source_inputs(const Case& c, int group_idx, int op_idx, int src) {
-  const OpGenerator gen(c, group_idx, op_idx);
+  return generate_source_inputs(OpGenerator(c, group_idx, op_idx), c, src);
+}
+
+SourceInputs generate_source_inputs(const OpGenerator& gen, const Case& c, int src) {
   const Format of = format_of(c.out_dtype);
   const int h_total = c.dcp_size * c.geometry.heads_per_rank;
   const int d_count = c.geometry.head_dim;

@@ -99,6 +99,8 @@ struct OutputStreams {
   OutputRecipe recipe(const Case& c, const uint8_t* token_normal_at) const;
 };
 OutputStreams output_streams(const OpGenerator& gen, const Case& c, int src);
+// generate_source_inputs with the op's generator already built (its layout too).
+SourceInputs generate_source_inputs(const OpGenerator& gen, const Case& c, int src);
 // generate_source_inputs' partial_lse alone.
 std::vector<uint8_t> generate_source_lse(const OpGenerator& gen, const Case& c, int src);
 

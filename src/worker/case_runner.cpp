@@ -42,7 +42,7 @@ CallInputs make_call_inputs(const Case& c, const BackendConfig& bc, const Planne
     call.output_streams = output_streams(gen, c, bc.group_rank);
     call.partial_lse = generate_source_lse(gen, c, bc.group_rank);
   } else {
-    SourceInputs inputs = generate_source_inputs(c, bc.group_idx, planned.op_idx, bc.group_rank);
+    SourceInputs inputs = generate_source_inputs(gen, c, bc.group_rank);
     call.partial_output = std::move(inputs.partial_output);
     call.partial_lse = std::move(inputs.partial_lse);
   }
