@@ -27,17 +27,8 @@ void PhaseTotals::add(const CaseResult& r) {
 PhaseTimes PhaseTotals::mean() const {
   PhaseTimes sum;
   for (const auto& [rank, p] : by_rank_) sum += p;
-  const double n = by_rank_.empty() ? 1.0 : static_cast<double>(by_rank_.size());
-  PhaseTimes m;
-  m.generate_ms = sum.generate_ms / n;
-  m.stage_ms = sum.stage_ms / n;
-  m.launch_ms = sum.launch_ms / n;
-  m.wait_ms = sum.wait_ms / n;
-  m.collect_ms = sum.collect_ms / n;
-  m.check_ms = sum.check_ms / n;
-  m.check_wait_ms = sum.check_wait_ms / n;
-  m.barrier_ms = sum.barrier_ms / n;
-  return m;
+  if (!by_rank_.empty()) sum /= static_cast<double>(by_rank_.size());
+  return sum;
 }
 
 std::string PhaseTotals::bound_by() const {
@@ -52,9 +43,8 @@ std::string PhaseTotals::bound_by() const {
 nlohmann::ordered_json PhaseTotals::to_json() const {
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
   for (const auto& [rank, p] : by_rank_) {
-    nlohmann::json phases = p;
     nlohmann::ordered_json row = {{"rank", rank}, {"cases", cases_.at(rank)}};
-    for (const auto& [key, value] : phases.items()) row[key] = value;
+    for (const PhaseField& f : kPhaseFields) row[f.json_name] = p.*f.ms;
     ranks.push_back(std::move(row));
   }
   return {{"per_rank", std::move(ranks)}, {"bound_by", bound_by()}};

@@ -19,18 +19,31 @@ struct PhaseTimes {
   double check_wait_ms = 0;  // waiting for a check to finish
   double barrier_ms = 0;     // group barriers and begin_case before the calls
 
-  PhaseTimes& operator+=(const PhaseTimes& o) {
-    generate_ms += o.generate_ms;
-    stage_ms += o.stage_ms;
-    launch_ms += o.launch_ms;
-    wait_ms += o.wait_ms;
-    collect_ms += o.collect_ms;
-    check_ms += o.check_ms;
-    check_wait_ms += o.check_wait_ms;
-    barrier_ms += o.barrier_ms;
-    return *this;
-  }
+  PhaseTimes& operator+=(const PhaseTimes& o);
+  PhaseTimes& operator/=(double n);  // a mean: every phase divided by n
 };
+
+// Every phase with its JSON name: the one list the operators, the JSON and
+// the summaries iterate.
+struct PhaseField {
+  const char* json_name;
+  double PhaseTimes::*ms;
+};
+inline constexpr PhaseField kPhaseFields[] = {
+    {"generate_ms", &PhaseTimes::generate_ms}, {"stage_ms", &PhaseTimes::stage_ms},
+    {"launch_ms", &PhaseTimes::launch_ms},     {"wait_ms", &PhaseTimes::wait_ms},
+    {"collect_ms", &PhaseTimes::collect_ms},   {"check_ms", &PhaseTimes::check_ms},
+    {"check_wait_ms", &PhaseTimes::check_wait_ms}, {"barrier_ms", &PhaseTimes::barrier_ms}};
+
+inline PhaseTimes& PhaseTimes::operator+=(const PhaseTimes& o) {
+  for (const PhaseField& f : kPhaseFields) this->*f.ms += o.*f.ms;
+  return *this;
+}
+
+inline PhaseTimes& PhaseTimes::operator/=(double n) {
+  for (const PhaseField& f : kPhaseFields) this->*f.ms /= n;
+  return *this;
+}
 
 // Adds the time since the last lap (or construction) to a phase.
 class PhaseClock {

@@ -56,21 +56,12 @@ void from_json(const nlohmann::json& j, Mismatch& m) {
 }
 
 void to_json(nlohmann::json& j, const PhaseTimes& p) {
-  j = nlohmann::json{{"generate_ms", p.generate_ms}, {"stage_ms", p.stage_ms},
-                     {"launch_ms", p.launch_ms},     {"wait_ms", p.wait_ms},
-                     {"collect_ms", p.collect_ms},   {"check_ms", p.check_ms},
-                     {"check_wait_ms", p.check_wait_ms}, {"barrier_ms", p.barrier_ms}};
+  j = nlohmann::json::object();
+  for (const PhaseField& f : kPhaseFields) j[f.json_name] = p.*f.ms;
 }
 
 void from_json(const nlohmann::json& j, PhaseTimes& p) {
-  j.at("generate_ms").get_to(p.generate_ms);
-  j.at("stage_ms").get_to(p.stage_ms);
-  j.at("launch_ms").get_to(p.launch_ms);
-  j.at("wait_ms").get_to(p.wait_ms);
-  j.at("collect_ms").get_to(p.collect_ms);
-  j.at("check_ms").get_to(p.check_ms);
-  j.at("check_wait_ms").get_to(p.check_wait_ms);
-  j.at("barrier_ms").get_to(p.barrier_ms);
+  for (const PhaseField& f : kPhaseFields) j.at(f.json_name).get_to(p.*f.ms);
 }
 
 void to_json(nlohmann::json& j, const RankCaseResult& r) {

@@ -103,11 +103,11 @@ class GpuBackend final : public RankBackend {
   bool produces_inputs() const override { return true; }
   void begin_case(const Case& c) override;
   std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) override;
-  std::vector<std::vector<uint8_t>> run_batch_checked(const Case& c, const Batch& batch);
   std::vector<double> bench(const Case& c, const Batch& batch, const BenchTiming& timing,
                             const std::function<void()>& barrier) override;
 
  private:
+  std::vector<std::vector<uint8_t>> run_batch_checked(const Case& c, const Batch& batch);
   void init_status();
   void init_kernel(Rendezvous& rendezvous);
   void map_regions(const std::vector<dcpRegionRequest_v1>& requests, Rendezvous& rendezvous);
