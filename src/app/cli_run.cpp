@@ -48,7 +48,8 @@ class RunCommand {
       run_cases(*session);
       ran_ = true;
       const auto teardown = std::chrono::steady_clock::now();
-      session.reset();  // workers shut down, workspaces freed, MPS stopped
+      report_.environment->teardown = session->shut_down();  // workers, workspaces, MPS
+      session.reset();
       report_.environment->teardown_s =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - teardown).count();
     } catch (const std::exception& e) {

@@ -64,7 +64,10 @@ nlohmann::ordered_json environment_to_json(const EnvironmentInfo& env) {
           {"git_revision", env.git_revision},
           {"hostname", env.hostname},
           {"startup_s", env.startup_s},
-          {"teardown_s", env.teardown_s}};
+          {"teardown_s", env.teardown_s},
+          {"teardown", {{"workers_s", env.teardown.workers_s},
+                        {"mps_s", env.teardown.mps_s},
+                        {"rest_s", env.teardown.rest_s}}}};
 }
 
 nlohmann::ordered_json config_to_json(const RunReport& report) {

@@ -268,8 +268,10 @@ void TerminalReporter::summary(const RunReport& report) {
   if (style_.verbosity >= 1 && report.environment) {
     fmt::print(out_,
                "session start-up {:.2f} s (GPUs, MPS, workers, workspaces, kernel init), "
-               "shut-down {:.2f} s\n",
-               report.environment->startup_s, report.environment->teardown_s);
+               "shut-down {:.2f} s (workers {:.2f}, MPS {:.2f}, files {:.2f})\n",
+               report.environment->startup_s, report.environment->teardown_s,
+               report.environment->teardown.workers_s, report.environment->teardown.mps_s,
+               report.environment->teardown.rest_s);
   }
   if (style_.verbosity >= 1 && !report.phases.empty()) fmt::print(out_, "{}\n", report.phases.line());
   fmt::print(out_, "{}: {} cases: {} passed, {} failed, {} errors, {} skipped in {} [backend {}]\n",

@@ -35,6 +35,9 @@ class Session {
   // followed by an output check. Stops at the first error (the session dies).
   BenchResult run_bench(const BenchSpec& spec);
   bool dead() const;
+  // Shuts the session down now (the destructor does it otherwise) and returns
+  // how long each part took; later calls return the same times.
+  ShutdownTimes shut_down();
   const EnvironmentInfo& environment() const;
   const SessionConfig& config() const;
 

@@ -62,6 +62,10 @@ CaseResult Session::run_case(const Case& c, const std::string& suite) {
 }
 
 bool Session::dead() const { return impl_->dead; }
+ShutdownTimes Session::shut_down() {
+  impl_->teardown();
+  return impl_->shutdown_times;
+}
 const EnvironmentInfo& Session::environment() const { return impl_->env; }
 const SessionConfig& Session::config() const { return impl_->config; }
 
@@ -455,6 +459,10 @@ void Session::Impl::unlink_shared_memory() noexcept {
 void Session::Impl::teardown() noexcept {
   if (torn_down) return;
   torn_down = true;
+  const auto started = SupervisorClock::now();
+  auto seconds_since = [](SupervisorClock::time_point t) {
+    return std::chrono::duration<double>(SupervisorClock::now() - t).count();
+  };
   for (WorkerState& w : workers) {
     if (w.pid > 0 && !w.exit && w.channel && !w.channel->eof()) {
       try {
@@ -482,10 +490,14 @@ void Session::Impl::teardown() noexcept {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   kill_workers();
+  shutdown_times.workers_s = seconds_since(started);
   for (WorkerState& w : workers) w.channel.reset();
   pending.clear();
   listener.reset();  // unlinks the socket
-  mps.reset();       // quits a private MPS daemon (after every client is gone)
+  const auto mps_started = SupervisorClock::now();
+  mps.reset();  // quits a private MPS daemon (after every client is gone)
+  shutdown_times.mps_s = seconds_since(mps_started);
+  const auto rest_started = SupervisorClock::now();
   if (!run_id.empty()) unlink_shared_memory();
   board.reset();  // unlinks the status board
   if (!run_dir.empty()) {
@@ -493,6 +505,7 @@ void Session::Impl::teardown() noexcept {
     std::filesystem::remove_all(run_dir, ec);
   }
   signals.reset();
+  shutdown_times.rest_s = seconds_since(rest_started);
 }
 
 }  // namespace dcp

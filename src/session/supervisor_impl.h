@@ -93,6 +93,7 @@ struct Session::Impl {
   int next_case_index = 0;
   int current_case_index = -1;
   bool torn_down = false;
+  ShutdownTimes shutdown_times;
 
  private:
   void make_run_dir();

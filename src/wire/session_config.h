@@ -66,6 +66,13 @@ struct GpuInfo {
   std::string uuid;
 };
 
+// The parts of a session's shut-down, seconds.
+struct ShutdownTimes {
+  double workers_s = 0;  // from the shutdown message to the last worker reaped (or killed)
+  double mps_s = 0;      // quitting the private MPS daemon and waiting for it and its server
+  double rest_s = 0;     // sockets, shared memory, the run directory
+};
+
 struct EnvironmentInfo {
   std::string backend;          // "gpu" or "host"
   std::string mps_mode;         // what actually ran: "off", "on (private daemon)", "auto (user daemon)"
@@ -79,6 +86,7 @@ struct EnvironmentInfo {
   std::string git_revision;
   std::string hostname;
   double teardown_s = 0;        // `run`: the session's shut-down after the last case
+  ShutdownTimes teardown;       // `run`: its parts
   double startup_s = 0;         // session start: GPUs, MPS, workers, workspaces, kernel init
 };
 
