@@ -201,15 +201,28 @@ std::vector<int> token_counts_for(int max_tokens) {
   return t;
 }
 
-// Starts the epoch so that it wraps to 0 on every used slot during the case:
-// 2^32 - 3 (wrap at the third op, with ops on both sides of it) when every
-// used slot surely gets >= 3 ops, else earlier. With two slots the split of
-// calls depends on the seed (which depends on the id), so only a call's own
-// layers are sure. Needs slots, calls and layers set.
-void set_epoch_near_wrap(Case& c) {
+// Starts the epoch `k` below `limit` (2^31 or 2^32) so that every used slot
+// crosses it during the case, with ops on both sides: k = 3 when every used
+// slot surely gets >= 3 ops, else fewer. With two slots the split of calls
+// depends on the seed (which depends on the id), so only a call's own layers
+// are sure. Needs slots, calls and layers set. 2^31 is where a signed 32-bit
+// epoch overflows (and an ordered compare of u32 flags as int32 flips);
+// 2^32 is where a u32 epoch wraps to 0 (and a u64 one leaves its low word).
+void set_epoch_below(Case& c, uint64_t limit) {
   const int sure_ops = c.num_slots == 1 ? c.num_calls * c.num_layers : c.num_layers;
   const int k = std::clamp(sure_ops, 1, 3);
-  c.epoch_start = 0xFFFFFFFFu - static_cast<uint32_t>(k - 1);
+  c.epoch_start = static_cast<uint32_t>(limit - static_cast<uint64_t>(k));
+}
+
+constexpr uint64_t kEpochSignBit = uint64_t{1} << 31;
+constexpr uint64_t kEpochWrap = uint64_t{1} << 32;
+
+// "near-2^31", "near-2^32" (within 4 below either), "fresh" (none) or "set".
+std::string epoch_label(const std::optional<uint32_t>& e) {
+  if (!e) return "fresh";
+  if (*e < kEpochSignBit && kEpochSignBit - *e <= 4) return "near-2^31";
+  if (kEpochWrap - *e <= 4) return "near-2^32";
+  return "set";
 }
 
 // ---- shrinking and JSON ----
@@ -572,13 +585,18 @@ std::vector<AxisDesc> make_table() {
          t.next();
          return std::string();
        },
-       // Near the wrap, after slots, calls and layers are set.
+       // Just below 2^31 and 2^32, after slots, calls and layers are set.
        .suite_values = [](const SuiteContext&) {
-         return std::vector<CaseEdit>{[](Case&) {}, set_epoch_near_wrap};
+         return std::vector<CaseEdit>{[](Case&) {},
+                                      [](Case& c) { set_epoch_below(c, kEpochSignBit); },
+                                      [](Case& c) { set_epoch_below(c, kEpochWrap); }};
        },
        .full_pick = [](size_t row) -> size_t { return row % 11 == 3; },
        .draw = [](Rng& r, Case& c, const RandomContext&) {
-         if (r.chance(0.2)) c.epoch_start = 0xFFFFFFFFu - static_cast<uint32_t>(r.below(4));
+         if (r.chance(0.2)) {
+           const uint64_t limit = r.chance(0.5) ? kEpochSignBit : kEpochWrap;
+           c.epoch_start = static_cast<uint32_t>(limit - 1 - static_cast<uint64_t>(r.below(4)));
+         }
        },
        .shrink = shrink_to_default<&Case::epoch_start>,
        .measure = [](const Case& c) { return int64_t{c.epoch_start.has_value()}; },
@@ -589,9 +607,7 @@ std::vector<AxisDesc> make_table() {
          const json& v = j.at("epoch_start");
          c.epoch_start = v.is_null() ? std::nullopt : std::optional(v.get<uint32_t>());
        },
-       .label = [](const Case& c) {
-         return std::string(c.epoch_start ? "near-wrap" : "fresh");
-       }},
+       .label = [](const Case& c) { return epoch_label(c.epoch_start); }},
       // Drawn by suites and random_case from their own seeds, never shrunk.
       {.name = "seed",
        .token = [](const Case& c) { return fmt::format("s{:06x}", c.seed); },

@@ -95,29 +95,29 @@ const std::vector<Golden> kSuiteGolden = {
     {"smoke/w2", "48 2a9b69a9428148cd 62bb217a4cdbec95"},
     {"smoke/w4", "60 a9493bf3095d20c6 dd1ea2d32846a97c"},
     {"smoke/w8", "72 547c035542b11f56 228e5f4479f8ead8"},
-    {"default/w2", "692 e1f86a19589e455f 4d3480f2c47e78ba"},
-    {"default/w4", "1368 c4d0821a08c5a331 48195dd62a1652c2"},
-    {"default/w8", "2040 db60b2d1cd20edbc 181eb00d8ebe779e"},
-    {"full/w2", "84480 e309be0d6c971a75 814f1382f646315f"},
-    {"full/w4", "168960 793da2c5a2bdd2f0 831ff17a307e4df9"},
-    {"full/w8", "253440 5f96ee6f7a1f4ceb 4a8672176b8f830b"},
+    {"default/w2", "672 799959cf4910dfea 3ce5ebbec60f3740"},
+    {"default/w4", "1360 45f1d7aef881f4d7 8778aa72ca59cb8f"},
+    {"default/w8", "2032 7fcc8a4247c2a0e5 53ca25c97a9d723e"},
+    {"full/w2", "84480 ad21991ef26fe1b5 fbde3f9aa0f493f9"},
+    {"full/w4", "168960 902e224fb587252a dea351207f332185"},
+    {"full/w8", "253440 0f5eaa9706a629b2 61b306fde9a2d65b"},
     {"upstream/w2", "96 b35b360fd5ce87a1 95ba1871c9420829"},
     {"upstream/w4", "192 970a36cb456b5735 f380d0003f3b4159"},
     {"upstream/w8", "288 dfefd91adc967c7d e847e7da96bebd41"},
 };
 
 const std::vector<Golden> kRandomGolden = {
-    {"random/w2", "9600 4d9c0202e958ab2e 874332bdd5768ac2"},
-    {"random/w3", "9600 8f40a02231572f4e 1a98c0aff55a7ad0"},
-    {"random/w4", "9600 7cc814454d0fe854 6158d47865842414"},
-    {"random/w6", "9600 d52a7639968b9198 e321560851c1f250"},
-    {"random/w8", "9600 f18df295cfbd17e5 8a6ce309fd38e363"},
+    {"random/w2", "9600 9b3a2b04e8c82fac 30ef17812cc72a16"},
+    {"random/w3", "9600 6bf62c18488c35d0 9a3a55af5293ade0"},
+    {"random/w4", "9600 5570510ea7f8d774 db62c2e6dc3899be"},
+    {"random/w6", "9600 8f76799059f5c12b 67e24602fb9e4339"},
+    {"random/w8", "9600 5e395d46ae18141a ba5a71cb10485f72"},
 };
 
 const std::vector<Golden> kShrinkGolden = {
-    {"shrink/random", "15933 1c907978c8bc3a1a e6d8911d307fe698"},
-    {"shrink/suites", "2072 458c9d71b792671e a85749bfb3399014"},
-    {"shrink/chains", "8107 fe11c851c5dd58c4 744497cf89b9c382"},
+    {"shrink/random", "15933 f28b969546c2a4d9 e269ed901998534f"},
+    {"shrink/suites", "2071 e3281ce27a34512e 2bbdcb3cdbc77157"},
+    {"shrink/chains", "8107 e9d080d8934c5837 4e8484b1ddf68393"},
 };
 
 TEST_CASE("golden: every case of every suite keeps its id and fields") {

@@ -89,21 +89,24 @@ std::string missing_secondary(const std::vector<Case>& cases) {
     seen.insert(c.skew ? "skew" : "noskew");
     seen.insert(c.num_layers > 1 ? "layers" : "onelayer");
     if (c.epoch_start) {
-      // The epoch must actually wrap (pass 2^32 - 1) on every slot the case uses.
+      // The epoch must actually cross its edge (2^31 or 2^32) on every slot the
+      // case uses.
       int ops[2] = {0, 0};
       for (const auto& b : plan_case(c, 0)) {
         for (const auto& pc : b.calls) ++ops[pc.slot];
       }
-      const uint64_t left = 0xFFFFFFFFull - *c.epoch_start;
-      bool wraps = true;
-      for (int n : ops) wraps &= n == 0 || static_cast<uint64_t>(n) > left;
-      seen.insert(wraps ? "epochwrap" : "epoch-that-never-wraps");
-      CHECK(wraps);
+      const bool sign = *c.epoch_start < 0x80000000u;
+      const uint64_t edge = sign ? 0x80000000ull : 0x100000000ull;
+      const uint64_t left = edge - 1 - *c.epoch_start;  // ops before the edge
+      bool crosses = true;
+      for (int n : ops) crosses &= n == 0 || static_cast<uint64_t>(n) > left;
+      seen.insert(!crosses ? "epoch-that-never-crosses" : sign ? "epoch2^31" : "epoch2^32");
+      CHECK(crosses);
     }
   }
   for (const char* v :
        {"special=none", "special=equal", "special=hugegap", "special=posinf", "special=neginf",
-        "special=nan", "skew", "noskew", "layers", "onelayer", "epochwrap"}) {
+        "special=nan", "skew", "noskew", "layers", "onelayer", "epoch2^31", "epoch2^32"}) {
     if (!seen.count(v)) return v;
   }
   return "";
@@ -139,7 +142,12 @@ TEST_CASE("the coverage check fails when an axis value is missing") {
   CHECK(missing_coverage(no_pair, "kimi").find("pair") == 0);
   auto no_epoch = cases;
   for (Case& c : no_epoch) c.epoch_start.reset();
-  CHECK(missing_secondary(no_epoch) == "epochwrap");
+  CHECK(missing_secondary(no_epoch) == "epoch2^31");
+  auto no_sign_bit = cases;
+  for (Case& c : no_sign_bit) {
+    if (c.epoch_start && *c.epoch_start < 0x80000000u) c.epoch_start.reset();
+  }
+  CHECK(missing_secondary(no_sign_bit) == "epoch2^31");
 }
 
 TEST_CASE("suite sizes and determinism") {

@@ -65,9 +65,12 @@ typedef enum dcpMemory {
                             completion on the calling thread, stream is NULL */
 } dcpMemory_t;
 
-/* What the epoch counter of a slot is, for the epoch-wraparound cases: a case
- * that starts "3 below the wrap" starts 3 below 2^32 for U32 and U64 kernels
- * (for U64 that is the low word's wrap) and 3 below 2^31 for S32 kernels. */
+/* What the epoch counter of a slot is. Every kernel with set_epoch runs the
+ * cases that start a few calls below 2^31 and below 2^32 (set_epoch gets that
+ * count as a u64): for S32 the first crosses its overflow and the second
+ * crosses -1 -> 0; for U32 the first crosses the sign bit (an ordered compare
+ * of flags as int32 breaks there) and the second wraps to 0; for U64 the
+ * second leaves the low word (a flag truncated to 32 bits breaks there). */
 typedef enum dcpEpochKind {
   DCP_EPOCH_U32 = 0, /* unsigned 32-bit: wraps at 2^32 */
   DCP_EPOCH_S32 = 1, /* signed 32-bit: overflows at 2^31 */

@@ -100,6 +100,11 @@ __device__ __forceinline__ bool flag_accepted(uint32_t flag, uint32_t epoch, int
   if (mutant == kMutantStaleEpochAccepted) {
     return static_cast<int32_t>(flag - (epoch - 2u)) >= 0;  // the mistake: accepts e - 2
   }
+  if (mutant == kMutantSignedEpochOrder) {
+    // The mistake: ordered compare of the counters as int32. Past 2^31 the
+    // epoch is negative and the previous use's (positive) flag satisfies it.
+    return static_cast<int32_t>(flag) >= static_cast<int32_t>(epoch);
+  }
   return flag == epoch;
 }
 

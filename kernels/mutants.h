@@ -28,6 +28,7 @@ enum GpuMutantId : int {
   kMutantUnnormalisedWithNegInf = 14,
   kMutantDropLastOddToken = 15,
   kMutantWritePastOutput = 16,
+  kMutantSignedEpochOrder = 17,
 };
 
 struct GpuMutantInfo {
@@ -98,6 +99,11 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "the combine's row bound is off by one: the last row is stored again one row further, D "
      "elements past the end of the output (every element of the output is right; only a "
      "guard zone sees it)",
+     true, ""},
+    {kMutantSignedEpochOrder, "signed-epoch-order", "protocol",
+     "the wait accepts (int32)flag >= (int32)epoch (counters kept as int, compared by order): "
+     "once the epoch passes 2^31 it is negative, the previous use's positive flag satisfies it "
+     "and stale payloads are combined; only the cases starting just below 2^31 reach it",
      true, ""},
 };
 

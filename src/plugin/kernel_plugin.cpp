@@ -319,11 +319,6 @@ std::string capability_list(uint64_t caps) {
   return out.empty() ? "none" : out;
 }
 
-uint64_t kernel_epoch(const KernelInfo& k, uint32_t case_epoch_start) {
-  if (k.epoch_kind == DCP_EPOCH_S32) return case_epoch_start - 0x80000000u;  // below 2^31
-  return case_epoch_start;
-}
-
 dcpDtype_t abi_dtype(DType d) {
   switch (d) {
     case DType::kFp16:

@@ -97,10 +97,6 @@ std::string session_refusal(const KernelInfo& k, bool host_backend, bool ranks_s
 
 dcpDtype_t abi_dtype(DType d);
 
-// The epoch handed to set_epoch for a case's epoch start (a u32 just below
-// 2^32): the same distance below the kernel's own wrap (2^31 for S32 epochs).
-uint64_t kernel_epoch(const KernelInfo& k, uint32_t case_epoch_start);
-
 // "kernel direct (built-in)", with ", against stock (built-in)" when comparing.
 std::string kernels_text(const KernelInfo& kernel, const KernelInfo* against);
 

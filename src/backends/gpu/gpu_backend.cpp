@@ -317,7 +317,7 @@ void GpuBackend::begin_case(const Case& c) {
   }
   if (c.epoch_start.has_value()) {
     for (int slot = 0; slot < instance_->config().num_slots; ++slot) {
-      instance_->set_epoch(slot, kernel_epoch(instance_->info(), *c.epoch_start),
+      instance_->set_epoch(slot, uint64_t{*c.epoch_start},
                            streams_[0].get());
     }
   }

@@ -139,6 +139,22 @@ class HostBackend final : public RankBackend {
   void wait_step(int slot, int peer, uint32_t epoch, const char* what);
   void wait_flag_value(int slot, int parity, int src, uint32_t value);
   void combine(const Case& c, int slot, int parity, std::vector<uint8_t>& out) const;
+  // Whether this rank's wait takes flag value `v` as `epoch`'s arrival (only
+  // v == epoch for the correct model), and whether a mutant's wait may take a
+  // stale value (such writers defer their copy; see run_call).
+  bool wait_accepts(uint32_t v, uint32_t epoch) const {
+    switch (config_.mutant) {
+      case kHostMutantStaleWait:
+        return v != 0;
+      case kHostMutantSignedEpochOrder:
+        return static_cast<int32_t>(v) >= static_cast<int32_t>(epoch);
+      default:
+        return v == epoch;
+    }
+  }
+  bool wait_accepts_stale() const {
+    return config_.mutant == kHostMutantStaleWait || config_.mutant == kHostMutantSignedEpochOrder;
+  }
   std::atomic_ref<uint32_t> flag(int dest, int slot, int parity, int src) const {
     auto* flags = reinterpret_cast<uint32_t*>(peers_[dest]->base() + SegmentLayout::kFlagsOffset);
     return std::atomic_ref<uint32_t>(flags[layout_.flag_index(slot, parity, src)]);
@@ -244,8 +260,8 @@ std::vector<std::vector<uint8_t>> HostBackend::run_batch(const Case& c, const Ba
 //    "combined e" to every rank, and only then do the writers copy their
 //    payloads (after that reader's step). Every reader combines a half its
 //    writers have not written this epoch: zeros or a call two epochs old.
-//  - stale-wait: a writer whose flag word at a reader already holds a nonzero
-//    value (which the mutant's wait accepts) copies and signals only after
+//  - stale-wait, signed-epoch-order: a writer whose flag word at a reader
+//    already holds a value the mutant's wait accepts copies and signals only after
 //    that reader's "combined e" step: the reader combines stale data. A rank
 //    leaves the call only once every flag it receives holds e (no run-ahead).
 //  - single-parity: a reader whose next call is on the same slot posts "seen
@@ -278,18 +294,18 @@ void HostBackend::run_call(const Case& c, const CallInputs& call, const SameSlot
     }
   }
   combine(c, slot, parity, out);
-  if (config_.mutant == kHostMutantEarlySignal || config_.mutant == kHostMutantStaleWait) {
+  if (config_.mutant == kHostMutantEarlySignal || wait_accepts_stale()) {
     post_step(slot, epoch);
     for (int dest : deferred) {
       wait_step(slot, dest, epoch, "combined");
       copy_payload(c, call, dest, slot, parity);
-      if (config_.mutant == kHostMutantStaleWait) {
+      if (wait_accepts_stale()) {
         flag(dest, slot, parity, me_).store(epoch, std::memory_order_release);
       }
     }
-    // stale-wait: the call ends once every late copy into this rank landed, so
+    // stale waits: the call ends once every late copy into this rank landed, so
     // no rank runs ahead and the stale half holds exactly the data of epoch - 2.
-    if (config_.mutant == kHostMutantStaleWait) {
+    if (wait_accepts_stale()) {
       for (int src = 0; src < config_.dcp_size; ++src) wait_flag_value(slot, parity, src, epoch);
     }
   }
@@ -311,7 +327,7 @@ std::vector<int> HostBackend::dispatch(const Case& c, const CallInputs& call, in
       continue;
     }
     // Only this rank writes f (and begin_case, while quiescent): a relaxed read is exact.
-    if (config_.mutant == kHostMutantStaleWait && f.load(std::memory_order_relaxed) != 0) {
+    if (wait_accepts_stale() && wait_accepts(f.load(std::memory_order_relaxed), epoch)) {
       deferred.push_back(dest);
       continue;
     }
@@ -395,9 +411,7 @@ void HostBackend::wait_for_flags(int slot, int parity, uint32_t epoch) {
       Clock::now() + std::chrono::microseconds(static_cast<int64_t>(config_.spin_timeout_s * 1e6));
   for (int src = 0; src < config_.dcp_size; ++src) {
     auto f = flag(me_, slot, parity, src);
-    auto arrived = [&](uint32_t v) {
-      return config_.mutant == kHostMutantStaleWait ? v != 0 : v == epoch;
-    };
+    auto arrived = [&](uint32_t v) { return wait_accepts(v, epoch); };
     uint32_t v = f.load(std::memory_order_acquire);
     if (arrived(v)) continue;
     status_->wait_source = static_cast<uint32_t>(src);

@@ -240,6 +240,31 @@ TEST_CASE("every protocol mutant is caught on every run, by construction") {
   }
 }
 
+// Only the epoch's 2^31 crossing separates an ordered int32 compare from the
+// correct equality: the same case passes fresh and across 2^32.
+TEST_CASE("the signed-epoch-order mutant is caught across 2^31, every run, and only there") {
+  for (int w : {2, 4}) {
+    CAPTURE(w);
+    Case c = base_case(w);
+    c.num_tokens = 7;
+    c.num_calls = 6;
+    c.skew = true;
+    for (std::optional<uint32_t> start : {std::optional<uint32_t>{}, std::optional(0xFFFFFFFDu)}) {
+      c.epoch_start = start;
+      require_all_passed(run_group(w, {c}, kHostMutantSignedEpochOrder, 10.0));
+    }
+    c.epoch_start = 0x7FFFFFFDu;
+    require_all_passed(run_group(w, {c}, kHostMutantNone, 10.0));
+    for (int run = 0; run < 3; ++run) {
+      const RankCaseResult r0 = run_group(w, {c}, kHostMutantSignedEpochOrder, 10.0)[0][0];
+      INFO("run ", run, ": ", r0.error);
+      CHECK(r0.error.empty());
+      CHECK(r0.failure == FailureKind::kMismatch);
+      CHECK(r0.num_mismatches > 0);
+    }
+  }
+}
+
 TEST_CASE("the no-base-conversion mutant fails every base-e case") {
   Case c = base_case(2);
   c.lse_base = LseBase::kE;

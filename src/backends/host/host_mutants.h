@@ -18,6 +18,7 @@ enum HostMutantId : int {
   kHostMutantEarlySignal = 2,       // the flag is released before the payload is copied
   kHostMutantNoBaseConversion = 3,  // base-e LSEs are combined as if they were base 2
   kHostMutantStaleWait = 4,         // the wait accepts any nonzero flag instead of this epoch
+  kHostMutantSignedEpochOrder = 5,  // the wait accepts (int32)flag >= (int32)epoch
 };
 
 struct HostMutantInfo {
@@ -36,6 +37,9 @@ inline constexpr HostMutantInfo kHostMutants[] = {
      "base-e LSEs are not converted to base 2 before weighting"},
     {kHostMutantStaleWait, "stale-wait", "protocol",
      "the wait accepts any nonzero flag, so later calls read data from earlier epochs"},
+    {kHostMutantSignedEpochOrder, "signed-epoch-order", "protocol",
+     "the wait compares flag and epoch as int32 by order: past 2^31 the previous use's flag "
+     "satisfies it (only the cases starting just below 2^31 reach it)"},
 };
 
 }  // namespace dcp
