@@ -1,6 +1,7 @@
 #include "mps.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -155,7 +156,9 @@ void MpsController::stop() {
   const std::string pipe_dir = std::exchange(pipe_dir_, std::string());
   try {
     int fds[2];
-    if (pipe(fds) == 0) {
+    // Close-on-exec: the quitter must not inherit the write end, or it never
+    // sees end of input and lingers until the kill below (5 s per run).
+    if (pipe2(fds, O_CLOEXEC) == 0) {
       const auto env = make_environment(
           {{"CUDA_MPS_PIPE_DIRECTORY", pipe_dir}, {"CUDA_MPS_LOG_DIRECTORY", log_dir_}}, {});
       SpawnOptions opts;

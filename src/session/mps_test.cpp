@@ -31,10 +31,13 @@ if [ "$1" = "-d" ]; then
   : > "$CUDA_MPS_PIPE_DIRECTORY/control"
   exit 0
 fi
-read cmd
-if [ "$cmd" = quit ] && [ "$FAKE_MPS_IGNORE_QUIT" != 1 ]; then
-  kill "$(cat "$CUDA_MPS_PIPE_DIRECTORY/daemon.pid")"
-fi
+# Like the real client: commands until end of input, then exit.
+while read cmd; do
+  if [ "$cmd" = quit ] && [ "$FAKE_MPS_IGNORE_QUIT" != 1 ]; then
+    kill "$(cat "$CUDA_MPS_PIPE_DIRECTORY/daemon.pid")"
+  fi
+done
+: > "$CUDA_MPS_PIPE_DIRECTORY/quitter-saw-eof"
 exit 0
 )SH";
 
@@ -117,6 +120,9 @@ TEST_CASE("--mps on starts a private daemon for shared GPUs and stops it") {
     mps.stop();
     for (int i = 0; i < 100 && !process_gone(daemon); ++i) usleep(10000);
     CHECK(process_gone(daemon));
+    // The quitter ended on end of input, not killed after its deadline: it
+    // did not inherit the write end of its own stdin pipe.
+    CHECK(fs::exists(pipe_dir + "/quitter-saw-eof"));
   }
   SUBCASE("a daemon that ignores quit is killed") {
     ScopedEnv stubborn("FAKE_MPS_IGNORE_QUIT", "1");
