@@ -390,13 +390,14 @@ std::vector<AxisDesc> make_table() {
        .suite_values = [](const SuiteContext& s) {
          return set_each<&Case::num_tokens>(token_counts_for(s.geometry.max_tokens));
        },
-       // Uniform, small, or the full workspace.
+       // Uniform, small, the full workspace, or (rarely) one over it.
        .draw = [](Rng& r, Case& c, const RandomContext&) {
          const int max = c.geometry.max_tokens;
          const int shape = r.below(4);
          c.num_tokens = shape == 0 ? std::min(max, r.between(1, 8))
                         : shape == 1 ? max
                                      : r.between(1, max);
+         if (r.chance(0.02)) c.num_tokens = max + 1;
        },
        .shrink = shrink_count<&Case::num_tokens>,
        .measure = value_of<&Case::num_tokens>,

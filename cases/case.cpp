@@ -24,8 +24,9 @@ std::string validate(const Case& c) {
     return fmt::format("head dim {} must be a positive multiple of 8", g.head_dim);
   }
   if (g.max_tokens < 1) return "max tokens must be >= 1";
-  if (c.num_tokens < 1 || c.num_tokens > g.max_tokens) {
-    return fmt::format("t{} must be in [1, max_tokens={}]", c.num_tokens, g.max_tokens);
+  if (c.num_tokens < 1 || c.num_tokens > g.max_tokens + 1) {
+    return fmt::format("t{} must be in [1, max_tokens={}], or max_tokens + 1 for a capacity case",
+                       c.num_tokens, g.max_tokens);
   }
   if (c.out_pad_elems % 8 != 0) {
     return fmt::format("output pad {} must be a multiple of 8 elements", c.out_pad_elems);

@@ -57,7 +57,9 @@ struct Case {
   DType out_dtype = DType::kBf16;
   DType lse_dtype = DType::kFp32;
   LseBase lse_base = LseBase::k2;
-  int num_tokens = 1;         // T, 1 <= T <= geometry.max_tokens
+  // T, 1 <= T <= geometry.max_tokens, or max_tokens + 1 for a capacity case
+  // (over_capacity): every rank's kernel must refuse its first call.
+  int num_tokens = 1;
   int out_pad_elems = 0;      // extra elements per token row of partial_output (multiple of 8)
   int lse_pad_elems = 0;      // extra elements per token row of partial_lse
   EmptyPattern empty = EmptyPattern::kNone;
@@ -75,6 +77,10 @@ struct Case {
   int out_token_stride() const;  // elements: W*H*D + out_pad_elems
   int lse_token_stride() const;  // elements: W*H + lse_pad_elems
 };
+
+// A capacity case: T is one over the workspace's capacity. It passes only when
+// the kernel refuses the call on every rank (SPEC: capacity refusal).
+inline bool over_capacity(const Case& c) { return c.num_tokens > c.geometry.max_tokens; }
 
 // Format: dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone[-special<v>]-ub2-graph4
 //         [-l<L>][-skew][-ep<hex>]-s<hex>

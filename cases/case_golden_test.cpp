@@ -95,29 +95,29 @@ const std::vector<Golden> kSuiteGolden = {
     {"smoke/w2", "48 2a9b69a9428148cd 62bb217a4cdbec95"},
     {"smoke/w4", "60 a9493bf3095d20c6 dd1ea2d32846a97c"},
     {"smoke/w8", "72 547c035542b11f56 228e5f4479f8ead8"},
-    {"default/w2", "672 799959cf4910dfea 3ce5ebbec60f3740"},
-    {"default/w4", "1360 45f1d7aef881f4d7 8778aa72ca59cb8f"},
-    {"default/w8", "2032 7fcc8a4247c2a0e5 53ca25c97a9d723e"},
-    {"full/w2", "84480 ad21991ef26fe1b5 fbde3f9aa0f493f9"},
-    {"full/w4", "168960 902e224fb587252a dea351207f332185"},
-    {"full/w8", "253440 0f5eaa9706a629b2 61b306fde9a2d65b"},
+    {"default/w2", "696 a57db629c9662457 08b9bfd8f73db512"},
+    {"default/w4", "1408 b9448d79e11de6f4 c925ffcce8adc7d0"},
+    {"default/w8", "2104 7317fbbcc13a61cd db0ba1a0b50a4f08"},
+    {"full/w2", "84492 84b89d106253a5cb ebafcd361e609a8f"},
+    {"full/w4", "168984 8a4b866dd05df1e2 a208a66b39da1e8f"},
+    {"full/w8", "253476 294094179514cd1f 4fb274706a98c7e8"},
     {"upstream/w2", "96 b35b360fd5ce87a1 95ba1871c9420829"},
     {"upstream/w4", "192 970a36cb456b5735 f380d0003f3b4159"},
     {"upstream/w8", "288 dfefd91adc967c7d e847e7da96bebd41"},
 };
 
 const std::vector<Golden> kRandomGolden = {
-    {"random/w2", "9600 9b3a2b04e8c82fac 30ef17812cc72a16"},
-    {"random/w3", "9600 6bf62c18488c35d0 9a3a55af5293ade0"},
-    {"random/w4", "9600 5570510ea7f8d774 db62c2e6dc3899be"},
-    {"random/w6", "9600 8f76799059f5c12b 67e24602fb9e4339"},
-    {"random/w8", "9600 5e395d46ae18141a ba5a71cb10485f72"},
+    {"random/w2", "9600 9e2cd6c7f1db35f9 c3e2cfef27b76ccf"},
+    {"random/w3", "9600 922440a60cd140ed 97db574616af23e1"},
+    {"random/w4", "9600 647df1f311cf4545 76494214cbf6b239"},
+    {"random/w6", "9600 ff5ad4ecdadcebd5 c80636f798a31ad0"},
+    {"random/w8", "9600 da77ab97720addc8 3b900867b5d2c75b"},
 };
 
 const std::vector<Golden> kShrinkGolden = {
-    {"shrink/random", "15933 f28b969546c2a4d9 e269ed901998534f"},
-    {"shrink/suites", "2071 e3281ce27a34512e 2bbdcb3cdbc77157"},
-    {"shrink/chains", "8107 e9d080d8934c5837 4e8484b1ddf68393"},
+    {"shrink/random", "15769 da04d4ace3022a25 0354e049bfd30f82"},
+    {"shrink/suites", "2108 831dcb8f21c90faf e551670fb4e5ff71"},
+    {"shrink/chains", "7704 e92809c0b9f1bbe1 799d6d27a3e73453"},
 };
 
 TEST_CASE("golden: every case of every suite keeps its id and fields") {

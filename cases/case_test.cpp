@@ -132,7 +132,7 @@ TEST_CASE("malformed ids are rejected with a message naming the bad token") {
       {"dcp4-kimi-bf16-lsefp32-base2-t17-contig-emptyone-ub2-graph4-ep1ffffffff-s1a2b3c",
        "'ep1ffffffff'"},
       // Syntactically fine, semantically impossible.
-      {"dcp4-kimi-bf16-lsefp32-base2-t129-contig-emptyone-ub2-graph4-s1a2b3c", "max_tokens"},
+      {"dcp4-kimi-bf16-lsefp32-base2-t130-contig-emptyone-ub2-graph4-s1a2b3c", "max_tokens"},
       {"dcp4-kimi-bf16-lsefp32-base2-t0-contig-emptyone-ub2-graph4-s1a2b3c", "t0"},
       {"dcp1-kimi-bf16-lsefp32-base2-t1-contig-emptyone-ub2-graph4-s1a2b3c", "dcp size 1"},
       {"dcp4-kimi-bf16-lsefp32-base2-t17-pad60x0-emptyone-ub2-graph4-s1a2b3c", "multiple of 8"},

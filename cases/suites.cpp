@@ -131,6 +131,29 @@ void finish(std::vector<Case>& cases, uint64_t base_seed) {
   for (Case& c : cases) set_seed(c, base_seed);
 }
 
+// The capacity family: T = max_tokens + 1, which every rank must refuse before
+// it enters the exchange. Per group size: one eager call, and two pipelined
+// calls on two slots with padded strides and an empty shard (a kernel that
+// checks capacity only on some path must still refuse).
+std::vector<Case> capacity_cases(const SuiteOptions& opts, const Geometry& g) {
+  std::vector<Case> cases;
+  for (int w : dcp_sizes_for_world(opts.world)) {
+    Case c;
+    c.geometry = g;
+    c.dcp_size = w;
+    c.num_tokens = g.max_tokens + 1;
+    cases.push_back(c);
+    c.mode = ExecMode::kPipelined;
+    c.num_calls = 2;
+    c.num_slots = 2;
+    c.empty = EmptyPattern::kOne;
+    set_stride(c, Stride::kPadBoth);
+    cases.push_back(c);
+  }
+  finish(cases, opts.base_seed);
+  return cases;
+}
+
 std::vector<Case> upstream_suite(const SuiteOptions& opts) {
   // The upstream test: Kimi-K3 geometry in 128-head storage, T in {1, 17}
   // contiguous and {5, 128} padded, no empty shard or one, 3 graph replays;
@@ -190,6 +213,7 @@ std::vector<Case> default_suite(const SuiteOptions& opts, const Geometry& g) {
   for (const Case& u : upstream_suite(opts)) {
     if (std::find(cases.begin(), cases.end(), u) == cases.end()) cases.push_back(u);
   }
+  for (const Case& k : capacity_cases(opts, g)) cases.push_back(k);
   return cases;
 }
 
@@ -213,6 +237,7 @@ std::vector<Case> full_suite(const SuiteOptions& opts, const Geometry& g) {
     if (k < 0) break;
   }
   finish(cases, opts.base_seed);
+  for (const Case& k : capacity_cases(opts, g)) cases.push_back(k);
   return cases;
 }
 

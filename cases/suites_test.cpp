@@ -161,11 +161,15 @@ TEST_CASE("suite sizes and determinism") {
       std::set<std::string> ids;
       for (const Case& c : a) ids.insert(format_case_id(c));
       CHECK(ids.size() == a.size());  // no duplicates
+      int capacity_cases = 0;
       for (const Case& c : a) {
         CHECK(world % c.dcp_size == 0);
-        CHECK(c.num_tokens <= c.geometry.max_tokens);
+        CHECK(c.num_tokens <= c.geometry.max_tokens + 1);
+        capacity_cases += over_capacity(c) ? 1 : 0;
         CHECK(c.out_pad_elems % 8 == 0);
       }
+      // Two per group size: T = max_tokens + 1, which every rank must refuse.
+      CHECK(capacity_cases == 2 * static_cast<int>(dcp_sizes_for_world(world).size()));
     }
   }
   // --seed changes the data, not the structure.
@@ -222,7 +226,8 @@ TEST_CASE("smoke, full and dcp sizes") {
   CHECK(smoke.size() >= 4);
   CHECK(smoke.size() <= 8);
   const auto full = build_suite("full", {2, *find_geometry("tiny"), 0});
-  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2);  // tiny: 6 token counts
+  // tiny: 6 token counts; plus the capacity family (2 cases per group size).
+  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2 + 2);
   CHECK_THROWS_AS(build_suite("nope", {2, *find_geometry("tiny"), 0}), std::invalid_argument);
 }
 

@@ -29,6 +29,7 @@
 // sends only after its combine of e-2 (the last reader of that parity) ended.
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "combine_device.cuh"
 #include "direct_a2a.h"
@@ -301,7 +302,7 @@ __global__ void reset_kernel(SlotFlags slot_flags, int num_slots, int dcp_size,
 
 template <bool kWithMutants>
 cudaError_t launch_impl(const DirectA2AParams& p, int mutant, cudaStream_t stream) {
-  if (!validate_direct_params(p).empty()) return cudaErrorInvalidValue;
+  if (!validate_direct_params(p, mutant).empty()) return cudaErrorInvalidValue;
   const int vecs_per_row = p.heads_per_rank * p.head_dim / device::kVecElems;
   const int dispatch_threads = std::min(256, std::max(64, (vecs_per_row + 31) / 32 * 32));
   const dim3 dispatch_grid(std::min(p.num_tokens, kMaxDispatchBlocksPerDest), p.dcp_size);
@@ -369,7 +370,7 @@ size_t DirectWorkspaceLayout::total_bytes() const { return num_slots * slot_byte
 
 // --------------------------------------------------------------- validation
 
-std::string validate_direct_params(const DirectA2AParams& p) {
+std::string validate_direct_params(const DirectA2AParams& p, int mutant) {
   const int W = p.dcp_size, H = p.heads_per_rank, D = p.head_dim;
   if (p.out_dtype != ElemType::kFp16 && p.out_dtype != ElemType::kBf16) {
     return "output dtype must be fp16 or bf16";
@@ -383,7 +384,11 @@ std::string validate_direct_params(const DirectA2AParams& p) {
   if (p.slot < 0 || p.slot >= kMaxSlots) return "slot out of range";
   if (H < 1) return "heads per rank must be >= 1";
   if (D < 8 || D % 8 != 0) return "head dim must be a positive multiple of 8";
-  if (p.num_tokens < 1 || p.num_tokens > p.max_tokens) return "tokens must be in [1, max_tokens]";
+  if (p.num_tokens < 1) return "tokens must be >= 1";
+  if (p.num_tokens > p.max_tokens && mutant != kMutantNoCapacityCheck) {
+    return std::to_string(p.num_tokens) + " tokens are over the workspace's capacity (max_tokens " +
+           std::to_string(p.max_tokens) + ")";
+  }
   if (p.out_token_stride < int64_t{W} * H * D || p.out_token_stride % 8 != 0) {
     return "output token stride must be >= W*H*D and a multiple of 8 elements";
   }

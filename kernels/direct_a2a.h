@@ -92,7 +92,8 @@ struct DirectA2AParams {
 
 // Empty string when `p` is launchable, else one line naming the problem
 // (dtype, sizes, strides, alignment, W, slot, null pointers).
-std::string validate_direct_params(const DirectA2AParams& p);
+// `mutant` is 0 except for selftest's no-capacity-check, which skips T <= max_tokens.
+std::string validate_direct_params(const DirectA2AParams& p, int mutant = 0);
 
 // Enqueues dispatch + combine on `stream` (capturable: no allocation, no host
 // sync). Returns cudaErrorInvalidValue when validate_direct_params fails, else

@@ -29,6 +29,7 @@ enum GpuMutantId : int {
   kMutantDropLastOddToken = 15,
   kMutantWritePastOutput = 16,
   kMutantSignedEpochOrder = 17,
+  kMutantNoCapacityCheck = 18,
 };
 
 struct GpuMutantInfo {
@@ -104,6 +105,10 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "the wait accepts (int32)flag >= (int32)epoch (counters kept as int, compared by order): "
      "once the epoch passes 2^31 it is negative, the previous use's positive flag satisfies it "
      "and stale payloads are combined; only the cases starting just below 2^31 reach it",
+     true, ""},
+    {kMutantNoCapacityCheck, "no-capacity-check", "sizing",
+     "a call with T > max_tokens is accepted: the receive rows of the last source run into the "
+     "next region (LSE, flags); only the capacity cases (T = max_tokens + 1) reach it",
      true, ""},
 };
 

@@ -1,5 +1,5 @@
 // `dcp-check list`: case ids of a suite (pure function of the options, no GPU),
-// geometry presets with their sources, or suite names.
+// geometry presets with their sources, suite names, or the case families.
 #include <cstdio>
 #include <memory>
 
@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "cli_common.h"
+#include "families.h"
 #include "geometry.h"
 #include "kernel_plugin.h"
 #include "options.h"
@@ -23,6 +24,16 @@ void print_geometries() {
   }
 }
 
+// Each family with the number of the selected suite's cases in it.
+void print_families(const std::vector<Case>& cases) {
+  for (const CaseFamily& f : case_families()) {
+    size_t n = 0;
+    for (const Case& c : cases) n += f.member(c) ? 1 : 0;
+    fmt::print("{:<12} {:>4} of {} cases  {}\n{:<12} catches: {}\n", f.name, n, cases.size(), f.what,
+               "", f.catches);
+  }
+}
+
 int list_command(const ListOptions& opts) {
   const ValidList v = validate_list_options(opts);  // even with --suites: never 0 on a bad flag
   if (opts.suites) {
@@ -31,6 +42,10 @@ int list_command(const ListOptions& opts) {
   }
   if (opts.geometries) {
     print_geometries();
+    return 0;
+  }
+  if (opts.families) {
+    print_families(select_cases(v.world, v.geometry, v.selection));
     return 0;
   }
   std::shared_ptr<LoadedKernel> kernel;
@@ -62,16 +77,21 @@ int list_command(const ListOptions& opts) {
 CLI::App* add_list_command(CLI::App& app, CliContext& ctx) {
   auto opts = std::make_shared<ListOptions>();
   CLI::App* sub = app.add_subcommand(
-      "list", "Print case ids (one per line; no GPU needed), --geometries or --suites");
+      "list",
+      "Print case ids (one per line; no GPU needed), --geometries, --suites or --families");
   add_world_option(sub, opts->world);
   add_geometry_options(sub, opts->geometry);
   add_selection_options(sub, opts->selection);
   CLI::Option* geometries =
       sub->add_flag("--geometries", opts->geometries, "List geometry presets and their sources");
   CLI::Option* suites = sub->add_flag("--suites", opts->suites, "List suite names");
+  CLI::Option* families = sub->add_flag(
+      "--families", opts->families,
+      "List the case families (field failures) with their counts in the selected suite");
   sub->add_option("--kernel", opts->kernel,
                   "Show this kernel's declaration and mark the cases it would skip");
   geometries->excludes(suites);
+  families->excludes(geometries)->excludes(suites);
   sub->callback([opts, &ctx] { ctx.action = [opts] { return list_command(*opts); }; });
   return sub;
 }

@@ -77,6 +77,7 @@ struct ListOptions {
   SelectionOptions selection;
   bool geometries = false;  // list presets instead of cases
   bool suites = false;      // list suite names instead of cases
+  bool families = false;    // list the case families and their counts
   std::string kernel;       // with a kernel: its declaration, and which cases it would skip
 };
 

@@ -32,6 +32,12 @@ struct KernelFault : std::runtime_error {
 struct StickyDeviceFault : KernelFault {
   explicit StickyDeviceFault(const std::string& what) : KernelFault(what, FailureKind::kTrap) {}
 };
+// The kernel refused a call's arguments (plugin ABI: INVALID_ARGUMENT). A
+// kernel failure, except in a capacity case (T = max_tokens + 1), where every
+// rank must refuse.
+struct KernelRefusal : KernelFault {
+  explicit KernelRefusal(const std::string& what) : KernelFault(what) {}
+};
 // dcp-check itself failed (socket, fork, shared memory, protocol bug).
 struct HarnessError : std::runtime_error {
   using std::runtime_error::runtime_error;

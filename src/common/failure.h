@@ -18,6 +18,7 @@ enum class FailureKind : unsigned char {
   kKernelError,       // the kernel returned an error status (plugin ABI: init, call, set_epoch)
   kCrash,             // a worker died while inside the kernel under test
   kOutOfBounds,       // the kernel wrote into a guard zone (before/after a buffer it may write)
+  kOverCapacity,      // the kernel accepted a call over its workspace's capacity (T > max_tokens)
   kNondeterministic,  // the determinism rerun produced other output bits
   kHang,              // no progress past the deadline, or a bounded device wait gave up
   kMismatch,          // the checker found wrong elements (some not NaN)
@@ -29,7 +30,8 @@ enum class FailureKind : unsigned char {
   kNone,              // no failure (passed, skipped)
 };
 
-// "trap", "cuda-error", "kernel-error", "crash", "out-of-bounds", "nondeterministic", "hang",
+// "trap", "cuda-error", "kernel-error", "crash", "out-of-bounds", "over-capacity",
+// "nondeterministic", "hang",
 // "mismatch", "nan", "worker-died", "harness", "usage", "interrupted", "none".
 std::string_view to_string(FailureKind k);
 std::optional<FailureKind> failure_kind_from_string(std::string_view name);

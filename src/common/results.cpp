@@ -77,6 +77,7 @@ void to_json(nlohmann::json& j, const RankCaseResult& r) {
                      {"phases", r.phases},
                      {"worker_ms", r.worker_ms},
                      {"error", r.error},
+                     {"note", r.note},
                      {"failure", to_string(r.failure)},
                      {"error_kind", error_class(r.failure)}};
 }
@@ -94,6 +95,7 @@ void from_json(const nlohmann::json& j, RankCaseResult& r) {
   if (j.contains("phases")) j.at("phases").get_to(r.phases);
   if (j.contains("worker_ms")) r.worker_ms = read_number(j, "worker_ms");
   j.at("error").get_to(r.error);
+  if (j.contains("note")) j.at("note").get_to(r.note);
   const std::string name = j.at("failure").get<std::string>();
   const std::optional<FailureKind> kind = failure_kind_from_string(name);
   if (!kind) {

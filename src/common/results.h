@@ -44,6 +44,7 @@ struct RankCaseResult {
   PhaseTimes phases;           // where elapsed_ms went (phase_times.h)
   double worker_ms = 0;        // the worker's: case message in .. result out (barriers included)
   std::string error;           // non-empty when the case could not complete
+  std::string note;            // a pass that is worth a line (a capacity case: the refusal)
   // Set where the failure was found; kNone when passed. JSON: "failure" (its
   // name) and, for older readers, "error_kind" (error_class()).
   FailureKind failure = FailureKind::kNone;

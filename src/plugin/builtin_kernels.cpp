@@ -148,7 +148,7 @@ dcpStatus_t direct_call(void* context, const dcpCallArgs_v1* a) {
   p.output = a->output;
   p.status = ctx->status;
   p.spin_timeout_ns = a->timeout_ns;
-  if (const std::string why = validate_direct_params(p); !why.empty()) {
+  if (const std::string why = validate_direct_params(p, ctx->mutant); !why.empty()) {
     return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT, "direct: " + why);
   }
   const auto stream = static_cast<cudaStream_t>(a->stream);
@@ -184,6 +184,7 @@ dcpStatus_t direct_set_epoch(void* context, int32_t slot, uint64_t epoch, void* 
 struct StockContext {
   // One communicator per slot: each slot's stream has its own NCCL issue order.
   std::vector<std::unique_ptr<StockTransport>> slots;
+  int max_tokens = 0;  // its send and receive buffers hold this many tokens
   std::string error;
 };
 
@@ -204,6 +205,7 @@ dcpStatus_t stock_init(const dcpGroupConfig_v1* c, const dcpRegion_v1*, int32_t,
     sc.members.assign(c->members, c->members + c->group_size);
     sc.device = c->device;
     sc.max_tokens = c->max_tokens;
+    ctx->max_tokens = c->max_tokens;
     sc.heads_per_rank = c->heads_per_rank;
     sc.head_dim = c->head_dim;
     for (int s = 0; s < c->num_slots; ++s) {
@@ -224,6 +226,11 @@ dcpStatus_t stock_call(void* context, const dcpCallArgs_v1* a) {
   if (a->slot < 0 || a->slot >= static_cast<int>(ctx->slots.size())) {
     return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT,
                 fmt::format("slot {} out of range", a->slot));
+  }
+  if (a->num_tokens < 1 || a->num_tokens > ctx->max_tokens) {
+    return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT,
+                fmt::format("stock: {} tokens are over the buffers' capacity (max_tokens {})",
+                            a->num_tokens, ctx->max_tokens));
   }
   try {
     StockPackParams pack;

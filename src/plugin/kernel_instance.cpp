@@ -188,8 +188,11 @@ void KernelInstance::call(const dcpCallArgs_v1& args, const char* what) {
     st = table().call(context_, &args);
   }
   if (st == DCP_STATUS_OK) return;
-  throw KernelFault(fmt::format("kernel '{}' {} (slot {}, T={}) returned {}: {}", info().name, what,
-                                args.slot, args.num_tokens, status_name(st), last_error()));
+  const std::string message = fmt::format(
+      "kernel '{}' {} (slot {}, T={}) returned {}: {}", info().name, what, args.slot,
+      args.num_tokens, status_name(st), last_error());
+  if (st == DCP_STATUS_INVALID_ARGUMENT) throw KernelRefusal(message);
+  throw KernelFault(message);
 }
 
 void KernelInstance::set_epoch(int slot, uint64_t epoch, void* stream) {

@@ -164,7 +164,7 @@ void TerminalReporter::case_finished(int index, const CaseResult& r) {
   if (show) {
     std::string line = fmt::format("{} [{}/{}] {} ({})", status_word(r.status), index + 1,
                                    num_cases_, r.case_id, format_duration(r.elapsed_ms));
-    if (r.status != CaseStatus::kPass && !r.message.empty()) line += ": " + r.message;
+    if (!r.message.empty()) line += ": " + r.message;
     note(line);
   }
   // Off a TTY: a plain progress line at each tenth of the run, at most every

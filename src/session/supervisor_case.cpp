@@ -144,6 +144,8 @@ CaseResult Session::Impl::finish_case(CaseResult r, const Case& c) {
   r.failure = passed ? FailureKind::kNone : case_failure(r.ranks);
   if (!passed) {
     r.message = summarize_failures(r.ranks);
+  } else if (!r.ranks.empty() && !r.ranks.front().note.empty()) {
+    r.message = fmt::format("every rank: {}", r.ranks.front().note);
   } else if (config.backend == BackendKind::kHost && uses_graphs(c)) {
     r.message = "host backend: CUDA graph replays are modelled as eager calls";
   }

@@ -283,6 +283,15 @@ RankCaseResult run_case_on_rank(const Case& c, RankBackend& backend, const CaseR
     const std::vector<std::string> out_of_bounds = run_batches(c, backend, ctx, result);
     result.passed = result.num_mismatches == 0 && result.num_checked > 0;
     result.failure = check_failure(result.num_mismatches, result.num_nan, result.passed);
+    if (over_capacity(c)) {
+      // Whatever the outputs hold: the workspace cannot hold T rows, so the
+      // call wrote past it or dropped rows. The session ends (like a guard).
+      result.failure = FailureKind::kOverCapacity;
+      result.error = fmt::format(
+          "the kernel accepted a call of T={} tokens over its workspace's max_tokens={}: it must "
+          "refuse it (INVALID_ARGUMENT) on every rank before entering the exchange",
+          c.num_tokens, c.geometry.max_tokens);
+    }
     if (!out_of_bounds.empty()) {
       // Every call still ran (a peer never waits for a rank that stopped early).
       result.failure = headline(FailureKind::kOutOfBounds, result.failure);
@@ -290,6 +299,14 @@ RankCaseResult run_case_on_rank(const Case& c, RankBackend& backend, const CaseR
                                  out_of_bounds.size() > 1
                                      ? fmt::format(" (and {} more)", out_of_bounds.size() - 1)
                                      : "");
+    }
+  } catch (const KernelRefusal& e) {
+    if (over_capacity(c)) {
+      result.passed = true;  // the capacity case's one right answer
+      result.note = fmt::format("refused: {}", e.what());
+    } else {
+      result.error = e.what();
+      result.failure = failure_kind_of(e);
     }
   } catch (const std::exception& e) {
     result.error = e.what();

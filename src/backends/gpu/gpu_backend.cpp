@@ -336,7 +336,8 @@ CallShape GpuBackend::shape_of(const Case& c, const Batch& batch) const {
             "max={}",
             c.geometry.heads_per_rank, c.geometry.head_dim, c.geometry.max_tokens, g.heads_per_rank,
             g.head_dim, g.max_tokens);
-  DCP_CHECK(c.num_tokens >= 1 && c.num_tokens <= g.max_tokens, UsageError,
+  // max_tokens + 1 is the capacity case: the kernel's call must refuse it.
+  DCP_CHECK(c.num_tokens >= 1 && c.num_tokens <= g.max_tokens + 1, UsageError,
             "{} tokens: must be in [1, max_tokens={}]", c.num_tokens, g.max_tokens);
   DCP_CHECK(c.out_dtype == DType::kFp16 || c.out_dtype == DType::kBf16, UsageError,
             "output dtype {} is not supported (fp16 or bf16)", to_string(c.out_dtype));

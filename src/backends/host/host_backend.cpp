@@ -211,7 +211,7 @@ void HostBackend::validate(const Case& c) const {
   const Geometry& g = config_.geometry;
   DCP_CHECK(c.dcp_size == config_.dcp_size && c.geometry.heads_per_rank == g.heads_per_rank &&
                 c.geometry.head_dim == g.head_dim && c.num_tokens >= 1 &&
-                c.num_tokens <= g.max_tokens && c.num_slots >= 1 && c.num_slots <= kMaxSlots,
+                c.num_tokens <= g.max_tokens + 1 && c.num_slots >= 1 && c.num_slots <= kMaxSlots,
             HarnessError, "host backend (dcp {}, h{} d{} m{}) cannot run case {}", config_.dcp_size,
             g.heads_per_rank, g.head_dim, g.max_tokens, format_case_id(c));
   DCP_CHECK(c.out_dtype != DType::kFp32, HarnessError,
@@ -238,6 +238,17 @@ void HostBackend::begin_case(const Case& c) {
 
 std::vector<std::vector<uint8_t>> HostBackend::run_batch(const Case& c, const Batch& batch) {
   validate(c);
+  if (over_capacity(c)) {
+    // The model's own capacity check, before any exchange. Its mutant accepts
+    // the call and returns without exchanging (outputs left poisoned).
+    if (config_.mutant != kHostMutantNoCapacityCheck) {
+      DCP_THROW(KernelRefusal, "host model: T={} is over the workspace's max_tokens={}",
+                c.num_tokens, config_.geometry.max_tokens);
+    }
+    const size_t bytes = static_cast<size_t>(c.num_tokens) * layout_.heads * layout_.dim * 2;
+    return std::vector<std::vector<uint8_t>>(batch.calls.size(),
+                                             std::vector<uint8_t>(bytes, 0xFF));
+  }
   SameSlotNeighbours order;
   if (config_.mutant == kHostMutantSingleParity) order = same_slot_neighbours(c, me_);
   std::vector<std::vector<uint8_t>> outputs(batch.calls.size());

@@ -265,6 +265,31 @@ TEST_CASE("the signed-epoch-order mutant is caught across 2^31, every run, and o
   }
 }
 
+TEST_CASE("a capacity case passes only when every rank refuses it") {
+  for (int w : {2, 4}) {
+    CAPTURE(w);
+    Case c = base_case(w);
+    c.num_tokens = c.geometry.max_tokens + 1;
+    c.num_calls = 2;
+    const auto refused = run_group(w, {c}, kHostMutantNone, 10.0);
+    for (const RankCaseResult& r : refused[0]) {
+      INFO(r.error);
+      CHECK(r.passed);
+      CHECK(r.error.empty());
+      CHECK(r.note.find("refused: host model: T=") == 0);
+      CHECK(r.num_checked == 0);
+    }
+    const auto accepted = run_group(w, {c}, kHostMutantNoCapacityCheck, 10.0);
+    for (const RankCaseResult& r : accepted[0]) {
+      CHECK_FALSE(r.passed);
+      CHECK(r.failure == FailureKind::kOverCapacity);
+      CHECK(r.error.find("accepted a call of T=") != std::string::npos);
+    }
+    c.num_tokens = c.geometry.max_tokens;  // at capacity: runs and is checked
+    require_all_passed(run_group(w, {c}, kHostMutantNoCapacityCheck, 10.0));
+  }
+}
+
 TEST_CASE("the no-base-conversion mutant fails every base-e case") {
   Case c = base_case(2);
   c.lse_base = LseBase::kE;

@@ -19,6 +19,7 @@ enum HostMutantId : int {
   kHostMutantNoBaseConversion = 3,  // base-e LSEs are combined as if they were base 2
   kHostMutantStaleWait = 4,         // the wait accepts any nonzero flag instead of this epoch
   kHostMutantSignedEpochOrder = 5,  // the wait accepts (int32)flag >= (int32)epoch
+  kHostMutantNoCapacityCheck = 6,   // a call with T > max_tokens is accepted, not refused
 };
 
 struct HostMutantInfo {
@@ -40,6 +41,9 @@ inline constexpr HostMutantInfo kHostMutants[] = {
     {kHostMutantSignedEpochOrder, "signed-epoch-order", "protocol",
      "the wait compares flag and epoch as int32 by order: past 2^31 the previous use's flag "
      "satisfies it (only the cases starting just below 2^31 reach it)"},
+    {kHostMutantNoCapacityCheck, "no-capacity-check", "sizing",
+     "a call with T = max_tokens + 1 is accepted instead of refused (only the capacity cases "
+     "reach it)"},
 };
 
 }  // namespace dcp

@@ -135,7 +135,8 @@ void HostPluginBackend::begin_case(const Case& c) {
 
 std::vector<std::vector<uint8_t>> HostPluginBackend::run_batch(const Case& c, const Batch& batch) {
   const Geometry& g = config_.geometry;
-  DCP_CHECK(c.num_tokens >= 1 && c.num_tokens <= g.max_tokens, UsageError,
+  // max_tokens + 1 is the capacity case: the plugin's call must refuse it.
+  DCP_CHECK(c.num_tokens >= 1 && c.num_tokens <= g.max_tokens + 1, UsageError,
             "{} tokens: must be in [1, max_tokens={}]", c.num_tokens, g.max_tokens);
   const size_t output_bytes = size_t{2} * c.num_tokens * g.heads_per_rank * g.head_dim;
   const size_t guard = guard_bytes_for(size_t{2} * g.heads_per_rank * g.head_dim);

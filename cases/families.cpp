@@ -1,0 +1,32 @@
+#include "families.h"
+
+namespace dcp {
+namespace {
+
+bool epoch_below(const Case& c, uint64_t edge) {
+  return c.epoch_start && *c.epoch_start < edge && edge - *c.epoch_start <= 4;
+}
+
+}  // namespace
+
+const std::vector<CaseFamily>& case_families() {
+  static const std::vector<CaseFamily> families = {
+      {"capacity", "T = max_tokens + 1: every rank must refuse the call before the exchange",
+       "a kernel that accepts a call its workspace cannot hold (no-capacity-check)",
+       [](const Case& c) { return over_capacity(c); }},
+      {"epoch-2^31", "every slot's epoch starts a few calls below 2^31 and crosses it",
+       "signed 32-bit epochs that overflow, flags compared by order as int32 "
+       "(signed-epoch-order)",
+       [](const Case& c) { return epoch_below(c, uint64_t{1} << 31); }},
+      {"epoch-2^32", "every slot's epoch starts a few calls below 2^32 and wraps",
+       "u32 epochs compared by order across the wrap, u64 flags truncated to 32 bits "
+       "(stale-epoch-accepted)",
+       [](const Case& c) { return epoch_below(c, uint64_t{1} << 32); }},
+      {"guard-zones", "every case: canaries before and after the output and after every payload region",
+       "a write out of bounds that hits no live buffer (write-past-output)",
+       [](const Case&) { return true; }},
+  };
+  return families;
+}
+
+}  // namespace dcp
