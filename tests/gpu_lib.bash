@@ -275,7 +275,7 @@ py_checks() {
   shift
   {
     cat <<'PRELUDE'
-import json, sys
+import json, re, sys
 import xml.etree.ElementTree as ET
 _bad = [0]
 def check(ok, what):

@@ -48,10 +48,21 @@ check(counts.get("total") == len(cases) == want_total and counts.get("passed") =
       f"JSON: counts {counts}, {len(cases)} cases, want all {want_total} of `dcp-check list` passed")
 not_passed = [c.get("id") for c in cases if c.get("status") != "pass"]
 check(not not_passed, f"JSON: every case has status pass (not: {not_passed[:3]})")
+# A capacity case (T = max_tokens + 1) checks nothing: every rank's kernel
+# must have refused it, which its note says.
+max_tokens = report.get("configuration", {}).get("geometry", {}).get("max_tokens")
+def capacity(c):
+    m = re.search(r"-t(\d+)-", c.get("id", ""))
+    return m is not None and max_tokens is not None and int(m.group(1)) > max_tokens
 thin = [c.get("id") for c in cases
-        if len(c.get("ranks") or []) != 2
-        or any(r.get("num_checked", 0) <= 0 or not r.get("passed") for r in c["ranks"])]
+        if len(c.get("ranks") or []) != 2 or not capacity(c) and
+        any(r.get("num_checked", 0) <= 0 or not r.get("passed") for r in c["ranks"])]
 check(not thin, f"JSON: every case has 2 passing ranks that checked elements (not: {thin[:3]})")
+unrefused = [c.get("id") for c in cases if capacity(c) and
+             any(not r.get("passed") or not r.get("note", "").startswith("refused: ") for r in c["ranks"])]
+refusals = sum(1 for c in cases if capacity(c))
+check(refusals >= 2 and not unrefused,
+      f"JSON: {refusals} capacity cases, each refused on every rank (not: {unrefused[:3]})")
 checked = sum(r.get("num_checked", 0) for c in cases for r in c.get("ranks") or [])
 print(f"note: {checked} output elements checked in total")
 
