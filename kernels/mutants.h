@@ -39,6 +39,10 @@ struct GpuMutantInfo {
   std::string_view description;
   bool catchable_on_shared_gpu;         // false: ranks sharing one GPU cannot expose it
   std::string_view uncatchable_reason;  // why, when the flag is false
+  // Ranks sharing a GPU expose it only when they run at once (MPS), not
+  // time-sliced (where it is caught only when a slice happens to end mid-call).
+  bool needs_concurrent_ranks = false;
+  int min_sources = 2;  // the smallest DCP group that can expose it
 };
 
 inline constexpr GpuMutantInfo kGpuMutants[] = {
@@ -47,7 +51,7 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "written; a peer already waiting combines stale receive buffers (exposed when ranks run "
      "concurrently: distinct GPUs or MPS; time-sliced ranks expose it only when a slice ends "
      "mid-dispatch)",
-     true, ""},
+     true, "", /*needs_concurrent_ranks=*/true},
     {kMutantSingleParity, "single-parity", "protocol",
      "parity is always 0: a rank that finished call e overwrites a peer's half (and flag) that "
      "the peer still reads or waits on for call e (pipelined / graph batches, skew)",
@@ -91,7 +95,7 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
     {kMutantUnnormalisedWithNegInf, "unnormalised-with-neg-inf", "arithmetic",
      "weights are divided by their sum only when every source is finite; with one -inf source "
      "the others keep unnormalised weights",
-     true, ""},
+     true, "", false, /*min_sources=*/3},
     {kMutantDropLastOddToken, "drop-last-odd-token", "sizing",
      "the combine walks tokens in pairs without a tail: the last token of an odd count is "
      "never written",

@@ -144,8 +144,9 @@ ProfileOutcome run_cases(const SessionFactory& factory, const std::function<int(
   return out;
 }
 
-MutantOutcome judge(const MutantInfo& m, bool catchable_here, ProfileOutcome strict,
+MutantOutcome judge(const MutantInfo& m, const std::string& why_not_catchable, ProfileOutcome strict,
                     std::optional<ProfileOutcome> upstream) {
+  const bool catchable_here = why_not_catchable.empty();
   MutantOutcome o;
   o.mutant = m;
   o.catchable_here = catchable_here;
@@ -160,7 +161,7 @@ MutantOutcome judge(const MutantInfo& m, bool catchable_here, ProfileOutcome str
                          o.strict.harness_message);
   } else if (!catchable_here) {
     o.verdict = MutantVerdict::kNotCatchableHere;
-    o.note = "not catchable here: " + m.uncatchable_reason;
+    o.note = "not catchable here: " + why_not_catchable;
   } else {
     o.verdict = MutantVerdict::kSurvived;
     o.note = "SURVIVED: the suite misses this bug";
@@ -221,13 +222,27 @@ std::vector<MutantInfo> mutants_for(const SessionConfig& config) {
   }
   for (const auto& m : kGpuMutants) {
     out.push_back({m.id, std::string(m.name), std::string(m.kind), std::string(m.description),
-                   m.catchable_on_shared_gpu, std::string(m.uncatchable_reason)});
+                   m.catchable_on_shared_gpu, std::string(m.uncatchable_reason),
+                   m.needs_concurrent_ranks, m.min_sources});
   }
   return out;
 }
 
-bool mutant_catchable_here(const MutantInfo& m, const EnvironmentInfo& env) {
-  return m.catchable_on_shared_gpu || !env.ranks_share_gpu;
+std::string why_not_catchable_here(const MutantInfo& m, const EnvironmentInfo& env) {
+  if (!m.catchable_on_shared_gpu && env.ranks_share_gpu) return m.uncatchable_reason;
+  const bool mps = env.mps_mode.starts_with("on: private") ||
+                   env.mps_mode.starts_with("auto: user daemon");
+  if (m.needs_concurrent_ranks && env.ranks_share_gpu && !mps) {
+    return "ranks time-slice one GPU, so a peer sees the early signal only if a slice ends "
+           "mid-call; it needs ranks that run at once (--mps on, or one GPU per rank)";
+  }
+  const int world = static_cast<int>(env.rank_gpu.size());
+  if (world > 0 && world < m.min_sources) {
+    return fmt::format("it needs a DCP group of {} or more ranks (with fewer sources its mistake "
+                       "changes no output); use --world {} or more",
+                       m.min_sources, m.min_sources);
+  }
+  return "";
 }
 
 std::vector<MutantInfo> select_mutants(const std::vector<MutantInfo>& all,
@@ -371,7 +386,7 @@ SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& fact
       }
     }
     report.mutants.push_back(
-        judge(m, mutant_catchable_here(m, env), std::move(strict), std::move(upstream)));
+        judge(m, why_not_catchable_here(m, env), std::move(strict), std::move(upstream)));
     say(summary_line(i + 1, plan.mutants.size(), report.mutants.back()));
   }
   finish(report, 0);

@@ -39,6 +39,8 @@ struct MutantInfo {
   std::string description;
   bool catchable_on_shared_gpu = true;  // false: needs ranks on distinct GPUs
   std::string uncatchable_reason;       // why, when the flag is false
+  bool needs_concurrent_ranks = false;  // ranks sharing a GPU must run at once (MPS)
+  int min_sources = 2;                  // the smallest DCP group that can expose it
 };
 
 // The mutants of the session's kernel, in table order (ids > 0): the host
@@ -47,9 +49,14 @@ struct MutantInfo {
 // kernels/mutants.h, with their kinds).
 std::vector<MutantInfo> mutants_for(const SessionConfig& config);
 
-// Whether a mutant can be exposed on this machine: ordering mutants need ranks
-// on distinct GPUs (ranks time-slicing one GPU never observe the reordering).
-bool mutant_catchable_here(const MutantInfo& m, const EnvironmentInfo& env);
+// Why a mutant cannot be exposed in this session ("" when it can): ordering
+// mutants need ranks on distinct GPUs (ranks sharing one never observe the
+// reordering), some need ranks that run at once (MPS or distinct GPUs), some a
+// DCP group of at least min_sources ranks (world = env.rank_gpu.size()).
+std::string why_not_catchable_here(const MutantInfo& m, const EnvironmentInfo& env);
+inline bool mutant_catchable_here(const MutantInfo& m, const EnvironmentInfo& env) {
+  return why_not_catchable_here(m, env).empty();
+}
 
 // Picks mutants by comma-separated names or ids ("early-signal,3"); empty
 // selects all. Throws UsageError naming an unknown entry and the valid names.

@@ -392,6 +392,30 @@ TEST_CASE("the mutant tables: ids > 0, unique names, reasons for every uncatchab
   CHECK_FALSE(mutant_catchable_here(ordering, shared));
   CHECK(mutant_catchable_here(ordering, distinct));
   CHECK(mutant_catchable_here(mutant(1, "x"), shared));
+
+  // Concurrency: a shared GPU exposes it only under MPS (ours or the user's).
+  MutantInfo early = mutant(1, "signal-before-payload");
+  early.needs_concurrent_ranks = true;
+  shared.mps_mode = "auto: off (no MPS daemon reachable; ranks sharing a GPU time-slice)";
+  CHECK(why_not_catchable_here(early, shared).find("--mps on") != std::string::npos);
+  shared.mps_mode = "on: private daemon (25% of SMs per rank)";
+  CHECK(mutant_catchable_here(early, shared));
+  shared.mps_mode = "auto: user daemon at /tmp/nvidia-mps (50% of SMs per rank)";
+  CHECK(mutant_catchable_here(early, shared));
+  CHECK(mutant_catchable_here(early, distinct));
+  // Group size: world 2 has only 2 sources.
+  MutantInfo three = mutant(2, "unnormalised");
+  three.min_sources = 3;
+  distinct.rank_gpu = {0, 1};
+  CHECK(why_not_catchable_here(three, distinct).find("--world 3 or more") != std::string::npos);
+  distinct.rank_gpu = {0, 1, 2, 3};
+  CHECK(mutant_catchable_here(three, distinct));
+  // The built-in kernel's table declares both.
+  SessionConfig builtin;
+  for (const MutantInfo& m : mutants_for(builtin)) {
+    if (m.name == "signal-before-payload") CHECK(m.needs_concurrent_ranks);
+    if (m.name == "unnormalised-with-neg-inf") CHECK(m.min_sources == 3);
+  }
 }
 
 TEST_CASE("an interrupt stops the selftest: partial table, exit 128 + signal") {
