@@ -13,6 +13,7 @@
 #include "errors.h"
 #include "exit_code.h"
 #include "options.h"
+#include "report_file.h"
 #include "report_json.h"
 #include "session.h"
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "errors.h"
+#include "report_file.h"
 #include "report_json.h"
 #include "report_junit.h"
 #include "suites.h"
@@ -92,8 +93,10 @@ RunReport make_run_report(std::string command, const std::vector<std::string>& a
 }
 
 void write_reports(const ReportOptions& opts, const RunReport& report) {
-  if (!opts.json_path.empty()) write_json_report(opts.json_path, report);
-  if (!opts.junit_path.empty()) write_junit_report(opts.junit_path, report);
+  std::vector<ReportFile> files;
+  if (!opts.json_path.empty()) files.push_back({opts.json_path, report_to_json(report).dump(2) + "\n"});
+  if (!opts.junit_path.empty()) files.push_back({opts.junit_path, junit_xml(report)});
+  write_report_files(files);
 }
 
 CaseResult skipped_result(const Case& c, const std::string& suite, const std::string& reason,

@@ -41,7 +41,8 @@ class InterruptGuard {
 
 RunReport make_run_report(std::string command, const std::vector<std::string>& argv,
                           const SessionConfig& config);
-// Writes --json/--junit if asked. Throws HarnessError if a file cannot be written.
+// Writes --json/--junit if asked, each atomically. Throws HarnessError if a
+// file cannot be written.
 void write_reports(const ReportOptions& opts, const RunReport& report);
 
 // A result for a case that did not run (session dead, interrupted, aborted).

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <stdexcept>
 
@@ -13,6 +12,7 @@
 #include "cli_common.h"
 #include "errors.h"
 #include "options.h"
+#include "report_file.h"
 #include "report_json.h"
 #include "selftest.h"
 #include "session.h"
@@ -147,9 +147,7 @@ int run_selftest_command(const SelftestOptions& o) {
     j["geometry"] = o.geometry.name;
     j["timeout_s"] = base.timeout_s;
     if (report.environment) j["environment"] = environment_to_json(*report.environment);
-    std::ofstream out(o.json_path);
-    out << j.dump(2) << "\n";
-    if (!out) throw HarnessError(fmt::format("--json {}: write failed", o.json_path));
+    write_file_atomically(o.json_path, j.dump(2) + "\n");
   }
   return report.exit_code();
 }

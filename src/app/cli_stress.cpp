@@ -21,6 +21,7 @@
 #include "plan.h"
 #include "random_case.h"
 #include "replay.h"
+#include "report_file.h"
 #include "report_json.h"
 #include "report_terminal.h"
 #include "selftest.h"

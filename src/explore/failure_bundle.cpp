@@ -8,6 +8,7 @@
 
 #include "axes.h"
 #include "errors.h"
+#include "report_file.h"
 #include "report_json.h"
 #include "results.h"
 #include "version.h"

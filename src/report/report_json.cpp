@@ -1,13 +1,7 @@
 #include "report_json.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-
 #include "errors.h"
+#include "report_file.h"
 #include "version.h"
 
 namespace dcp {
@@ -155,36 +149,6 @@ nlohmann::ordered_json report_to_json(const RunReport& report) {
                    {"hashes_identical", report.repeat->hashes_identical}};
   }
   return j;
-}
-
-void write_file_atomically(const std::string& path, const std::string& contents) {
-  // Never rename over a device or pipe (--json /dev/stdout, /dev/null): write through.
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    if (f == nullptr) DCP_THROW(HarnessError, "cannot write {}: {}", path, std::strerror(errno));
-    const bool ok = std::fwrite(contents.data(), 1, contents.size(), f) == contents.size();
-    const int write_errno = ok ? 0 : errno;
-    if (std::fclose(f) != 0 || !ok) {
-      DCP_THROW(HarnessError, "cannot write {}: {}", path,
-                std::strerror(write_errno != 0 ? write_errno : errno));
-    }
-    return;
-  }
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) DCP_THROW(HarnessError, "cannot write {}: {}", tmp, std::strerror(errno));
-  const bool ok = std::fwrite(contents.data(), 1, contents.size(), f) == contents.size();
-  const bool closed = std::fclose(f) == 0;
-  if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    DCP_THROW(HarnessError, "cannot write {}: {}", path, std::strerror(err));
-  }
-}
-
-void write_json_report(const std::string& path, const RunReport& report) {
-  write_file_atomically(path, report_to_json(report).dump(2) + "\n");
 }
 
 }  // namespace dcp

@@ -161,8 +161,4 @@ std::string junit_xml(const RunReport& report) {
   return xml;
 }
 
-void write_junit_report(const std::string& path, const RunReport& report) {
-  write_file_atomically(path, junit_xml(report));
-}
-
 }  // namespace dcp

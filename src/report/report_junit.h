@@ -15,7 +15,5 @@ namespace dcp {
 // Escapes &, <, >, " and ' and drops characters XML 1.0 forbids.
 std::string xml_escape(std::string_view text);
 std::string junit_xml(const RunReport& report);
-// Throws HarnessError if the file cannot be written.
-void write_junit_report(const std::string& path, const RunReport& report);
 
 }  // namespace dcp

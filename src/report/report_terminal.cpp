@@ -21,6 +21,9 @@ constexpr size_t kMaxReplayLines = 20;
 constexpr size_t kNumSlowest = 5;
 constexpr size_t kProgressWidth = 110;
 constexpr auto kPlainProgressInterval = std::chrono::seconds(5);
+constexpr auto kTtyStatusEvery = std::chrono::milliseconds(250);
+constexpr auto kPlainStatusEvery = std::chrono::seconds(10);
+constexpr size_t kMaxFailureDetails = 4;  // rank errors and mismatches under failure()
 
 bool counts_as_failure(const CaseResult& r) {
   return r.status == CaseStatus::kFail || r.status == CaseStatus::kError;
@@ -34,7 +37,6 @@ std::string world_line(const SessionConfig& config) {
                      g.storage_heads > 0 ? fmt::format(" in {}-head storage", g.storage_heads)
                                          : std::string());
 }
-
 
 }  // namespace
 
@@ -128,9 +130,71 @@ void TerminalReporter::clear_progress() {
   }
 }
 
+void TerminalReporter::show_progress(const std::string& line) {
+  const std::string shown =
+      line.size() > kProgressWidth ? line.substr(0, kProgressWidth - 3) + "..." : line;
+  fmt::print(out_, "\r\x1b[K{}", shown);
+  std::fflush(out_);
+  progress_shown_ = true;
+}
+
 void TerminalReporter::note(const std::string& line) {
   clear_progress();
   fmt::print(out_, "{}\n", line);
+  std::fflush(out_);
+}
+
+void TerminalReporter::info(const std::string& line) {
+  if (style_.verbosity >= 0) note(line);
+}
+
+void TerminalReporter::detail(const std::string& line) {
+  if (style_.verbosity >= 1) note(line);
+}
+
+void TerminalReporter::block(const std::string& text) {
+  clear_progress();
+  fmt::print(out_, "{}", text);
+  std::fflush(out_);
+}
+
+void TerminalReporter::status(const std::string& line, bool now) {
+  if (style_.verbosity < 0) return;
+  const auto t = std::chrono::steady_clock::now();
+  if (style_.tty) {
+    if (!now && t - last_status_ < kTtyStatusEvery) return;
+    show_progress(line);
+  } else {
+    if (t - last_status_ < kPlainStatusEvery) return;
+    note(line);
+  }
+  last_status_ = t;
+}
+
+void TerminalReporter::failure(const std::string& label, const CaseResult& r) {
+  clear_progress();
+  fmt::print(out_, "{} {} ({}): {}\n", paint(r.status == CaseStatus::kFail ? "FAIL" : "ERROR", kRed),
+             label, failure_type(r), r.message);
+  size_t shown = 0;
+  for (const RankCaseResult& k : r.ranks) {
+    if (!k.error.empty() && shown < kMaxFailureDetails) {
+      fmt::print(out_, "  rank {}: {}\n", k.rank, k.error);
+      ++shown;
+    }
+    for (const Mismatch& m : k.first_mismatches) {
+      if (shown == kMaxFailureDetails) break;
+      fmt::print(out_, "  {}\n", format_mismatch(m));
+      ++shown;
+    }
+  }
+  fmt::print(out_, "  {}\n", r.replay);
+  std::fflush(out_);
+}
+
+void TerminalReporter::verdict(int exit_code, const std::string& detail) {
+  clear_progress();
+  fmt::print(out_, "{}: {}\n", paint(verdict_word(exit_code), exit_code == 0 ? kGreen : kRed),
+             detail);
   std::fflush(out_);
 }
 
@@ -138,7 +202,8 @@ void TerminalReporter::begin(const std::string& header_line, int num_cases) {
   num_cases_ = num_cases;
   start_ = std::chrono::steady_clock::now();
   last_plain_progress_ = start_;
-  if (style_.verbosity >= 0) note(header_line);
+  last_status_ = start_;
+  info(header_line);
 }
 
 void TerminalReporter::case_started(int index, const std::string& case_id) {
@@ -149,10 +214,7 @@ void TerminalReporter::case_started(int index, const std::string& case_id) {
                                  elapsed_s,
                                  num_bad_ > 0 ? fmt::format("{} failed, ", num_bad_) : "",
                                  case_id);
-  if (line.size() > kProgressWidth) line = line.substr(0, kProgressWidth - 3) + "...";
-  fmt::print(out_, "\r\x1b[K{}", line);
-  std::fflush(out_);
-  progress_shown_ = true;
+  show_progress(line);
 }
 
 void TerminalReporter::case_finished(int index, const CaseResult& r) {
@@ -257,8 +319,6 @@ void TerminalReporter::summary(const RunReport& report) {
   if (style_.verbosity >= 0) print_details(report);
   print_failures(report);
   const Counts c = count_results(report.cases);
-  const std::string word = verdict_word(report.exit_code);
-  const char* colour = report.exit_code == 0 ? kGreen : kRed;
   for (const auto& r : report.cases) {
     if (r.status == CaseStatus::kSkipped && !r.message.empty() && style_.verbosity >= 0) {
       fmt::print(out_, "skipped: {}\n", r.message);  // the first reason; all are in the reports
@@ -274,11 +334,11 @@ void TerminalReporter::summary(const RunReport& report) {
                report.environment->teardown.rest_s);
   }
   if (style_.verbosity >= 1 && !report.phases.empty()) fmt::print(out_, "{}\n", report.phases.line());
-  fmt::print(out_, "{}: {} cases: {} passed, {} failed, {} errors, {} skipped in {} [backend {}]\n",
-             paint(word, colour), c.total, c.passed, c.failed, c.errors, c.skipped,
-             format_duration(report.wall_s * 1000),
-             report.config.backend == BackendKind::kHost ? "host" : "gpu");
-  std::fflush(out_);
+  verdict(report.exit_code,
+          fmt::format("{} cases: {} passed, {} failed, {} errors, {} skipped in {} [backend {}]",
+                      c.total, c.passed, c.failed, c.errors, c.skipped,
+                      format_duration(report.wall_s * 1000),
+                      report.config.backend == BackendKind::kHost ? "host" : "gpu"));
 }
 
 }  // namespace dcp

@@ -1,7 +1,9 @@
-// The human report on stdout: a header, live progress (a rewritten line on a
-// TTY, occasional plain lines otherwise), and a final summary meant to be read
-// in five seconds: verdict and counts last, failures grouped by axis value,
-// first mismatches, replay lines. Colour only on a TTY and never with NO_COLOR.
+// The human report on stdout, for every command: a header, live progress (a
+// rewritten line on a TTY, occasional plain lines otherwise), and a final
+// summary meant to be read in five seconds: failures grouped by axis value,
+// first mismatches, replay lines, and last the verdict line. Verbosity (-q,
+// -v), colour (only on a TTY, never with NO_COLOR) and flushing are decided
+// here alone: commands print through these methods, never to stdout directly.
 #pragma once
 
 #include <chrono>
@@ -40,13 +42,32 @@ class TerminalReporter {
   void begin(const std::string& header_line, int num_cases);
   void case_started(int index, const std::string& case_id);
   void case_finished(int index, const CaseResult& r);
+  // run and replay: details, failures, skip reason, then verdict() with the counts.
   void summary(const RunReport& report);
-  void note(const std::string& line);  // a plain line that survives the progress line
+
+  // Lines that survive the progress line: note always, info unless -q,
+  // detail only with -v; block is pre-formatted text (a table), always.
+  void note(const std::string& line);
+  void info(const std::string& line);
+  void detail(const std::string& line);
+  void block(const std::string& text);
+  // A live status line: on a TTY rewritten in place, at most every
+  // kTtyStatusEvery unless `now`; off a TTY a plain line at most every
+  // kPlainStatusEvery; never with -q.
+  void status(const std::string& line, bool now = false);
+  // A failure as it is found: "FAIL <label> (<kind>): <message>" (ERROR for
+  // an error), its first rank errors and mismatches, and its replay line.
+  void failure(const std::string& label, const CaseResult& r);
+  // The last line of every command: "<VERDICT>: <detail>", the verdict word
+  // of the exit code (run_report.h), in colour on a TTY.
+  void verdict(int exit_code, const std::string& detail);
+  int verbosity() const { return style_.verbosity; }
 
  private:
   std::string paint(const std::string& text, const char* ansi) const;
   std::string status_word(CaseStatus s) const;
   void clear_progress();
+  void show_progress(const std::string& line);
   void print_failures(const RunReport& report) const;
   void print_details(const RunReport& report) const;
 
@@ -59,6 +80,7 @@ class TerminalReporter {
   bool progress_shown_ = false;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_plain_progress_ = start_;
+  std::chrono::steady_clock::time_point last_status_ = start_;
 };
 
 }  // namespace dcp
