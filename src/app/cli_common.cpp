@@ -7,9 +7,6 @@
 #include <fmt/format.h>
 
 #include "errors.h"
-#include "report_file.h"
-#include "report_json.h"
-#include "report_junit.h"
 #include "suites.h"
 
 namespace dcp {
@@ -92,12 +89,7 @@ RunReport make_run_report(std::string command, const std::vector<std::string>& a
   return report;
 }
 
-void write_reports(const ReportOptions& opts, const RunReport& report) {
-  std::vector<ReportFile> files;
-  if (!opts.json_path.empty()) files.push_back({opts.json_path, report_to_json(report).dump(2) + "\n"});
-  if (!opts.junit_path.empty()) files.push_back({opts.junit_path, junit_xml(report)});
-  write_report_files(files);
-}
+const char* signal_name(int signo) { return signo == SIGINT ? "SIGINT" : "SIGTERM"; }
 
 CaseResult skipped_result(const Case& c, const std::string& suite, const std::string& reason,
                           const std::string& replay) {
@@ -123,6 +115,19 @@ CaseResult error_result(const Case& c, const std::string& suite, const std::exce
   r.ranks.push_back(rank);
   r.failure = rank.failure;
   return r;
+}
+
+CaseResult result_or_error(const Case& c, const std::string& suite, const std::string& replay,
+                           const std::function<CaseResult()>& run, bool& threw) {
+  try {
+    return run();
+  } catch (const KernelFault& e) {
+    threw = true;
+    return error_result(c, suite, e, replay);
+  } catch (const HarnessError& e) {
+    threw = true;
+    return error_result(c, suite, e, replay);
+  }
 }
 
 }  // namespace dcp

@@ -1,7 +1,9 @@
 // Helpers shared by the commands that run cases (run, replay, stress, shrink,
-// selftest): case selection, interrupt handling, report writing.
+// selftest): case selection, interrupt handling, results for cases that did
+// not run or whose run threw.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,11 +41,11 @@ class InterruptGuard {
   std::unique_ptr<Saved> saved_;
 };
 
+// "SIGINT" or "SIGTERM".
+const char* signal_name(int signo);
+
 RunReport make_run_report(std::string command, const std::vector<std::string>& argv,
                           const SessionConfig& config);
-// Writes --json/--junit if asked, each atomically. Throws HarnessError if a
-// file cannot be written.
-void write_reports(const ReportOptions& opts, const RunReport& report);
 
 // A result for a case that did not run (session dead, interrupted, aborted).
 CaseResult skipped_result(const Case& c, const std::string& suite, const std::string& reason,
@@ -52,5 +54,9 @@ CaseResult skipped_result(const Case& c, const std::string& suite, const std::st
 // message, and its kind (failure_kind_of) on a supervisor rank (-1).
 CaseResult error_result(const Case& c, const std::string& suite, const std::exception& e,
                         const std::string& replay);
+// run(): one case on a live session. A KernelFault or HarnessError it throws
+// (the session is broken) becomes the case's error_result and sets `threw`.
+CaseResult result_or_error(const Case& c, const std::string& suite, const std::string& replay,
+                           const std::function<CaseResult()>& run, bool& threw);
 
 }  // namespace dcp

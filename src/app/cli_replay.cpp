@@ -1,21 +1,16 @@
 // `dcp-check replay <token>`: rerun exactly one case (same inputs, same call
 // sequence) in a fresh session; with --repeat K, tell flaky from deterministic
 // by counting failed runs and comparing every rank's output hash across runs.
-#include <chrono>
-#include <csignal>
-#include <cstdio>
+#include <algorithm>
 #include <memory>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "cli.h"
-#include "cli_common.h"
-#include "errors.h"
+#include "command_lifecycle.h"
 #include "options.h"
-#include "replay.h"
-#include "report_terminal.h"
-#include "session.h"
+#include "run_report_command.h"
 #include "shrink_runner.h"
 
 namespace dcp {
@@ -52,62 +47,55 @@ RepeatSummary summarize_repeats(const std::vector<CaseResult>& runs) {
   return s;
 }
 
-int replay_command_main(const ReplayOptions& opts, const std::vector<std::string>& argv) {
-  const ValidReplay v = validate_replay_options(opts);
-  const Case& c = v.the_case;
-  const std::string replay = replay_command(v.config, v.config.world, c);
-  TerminalReporter term(stdout, detect_terminal_style(v.report.verbosity()));
-  RunReport report = make_run_report("replay", argv, v.config);
-  report.suite = kReplaySuite;
-  report.seed = c.seed;
-  InterruptGuard interrupts;
-  const auto start = std::chrono::steady_clock::now();
-  term.begin(fmt::format("dcp-check replay: {} x{}, world {}, backend {}", format_case_id(c),
-                         v.repeat, v.config.world,
-                         v.config.backend == BackendKind::kHost ? "host" : "gpu"),
-             v.repeat);
-  auto finish = [&](int exit_code) {
-    report.exit_code = exit_code;
-    report.repeat = summarize_repeats(report.cases);
-    report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    report.interrupted_by = interrupts.signal_received();
-  };
-  try {
+class ReplayCommand : public RunReportCommand {
+ public:
+  ReplayCommand(const ValidReplay& v, const std::vector<std::string>& argv)
+      : RunReportCommand("replay", argv, v.config, v.report), v_(v) {
+    planned_.assign(v.repeat, v.the_case);
+    report_.suite = kReplaySuite;
+    report_.seed = v.the_case.seed;
+  }
+
+  void run(CommandLifecycle& life) override {
+    life.term().begin(fmt::format("dcp-check replay: {} x{}, world {}, backend {}",
+                                  format_case_id(v_.the_case), v_.repeat, v_.config.world,
+                                  v_.config.backend == BackendKind::kHost ? "host" : "gpu"),
+                      v_.repeat);
     // A hang or crash kills the session; later repeats get a fresh one so
-    // that K runs really are K attempts (the restarting session stress and
-    // shrink use: a kernel or harness fault mid-case becomes the case's result).
-    RestartingSession session(v.config);
-    for (int k = 0; k < v.repeat; ++k) {
-      if (interrupts.signal_received()) {
-        report.cases.push_back(skipped_result(c, kReplaySuite, "not run: interrupted", replay));
-        continue;
-      }
-      term.case_started(k, format_case_id(c));
-      CaseResult r = session.run(c, kReplaySuite);
-      if (session.environment() != nullptr) report.environment = *session.environment();
-      term.case_finished(k, r);
-      report.phases.add(r);
-      report.cases.push_back(std::move(r));
+    // that K runs really are K attempts (a kernel or harness fault mid-case
+    // becomes the case's result).
+    RestartingSession session(v_.config);
+    run_cases(
+        life,
+        [&](const Case& c) {
+          CaseResult r = session.run(c, kReplaySuite);
+          if (session.environment() != nullptr) report_.environment = *session.environment();
+          return r;
+        },
+        [] { return false; });
+  }
+
+  void record(const Outcome& o) override {
+    RunReportCommand::record(o);
+    report_.repeat = summarize_repeats(report_.cases);
+  }
+
+  void summary(TerminalReporter& term, const Outcome& o) const override {
+    if (v_.repeat > 1) {
+      const RepeatSummary& s = *report_.repeat;
+      term.note(fmt::format("repeat: {} of {} runs failed; output hashes {} ({})", s.failed_runs,
+                            s.runs, s.hashes_identical ? "identical" : "DIFFER",
+                            s.hashes_identical ? (s.failed_runs == 0 || s.failed_runs == s.runs
+                                                      ? "deterministic"
+                                                      : "deterministic bits, flaky verdict")
+                                               : "flaky"));
     }
-  } catch (const std::exception& e) {
-    finish(exit_code(findings_of(e)));
-    write_reports(v.report, report);
-    throw;
+    RunReportCommand::summary(term, o);
   }
-  finish(exit_code(findings_of(report.cases, interrupts.signal_received())));
-  if (v.repeat > 1) {
-    const RepeatSummary& s = *report.repeat;
-    term.note(fmt::format("repeat: {} of {} runs failed; output hashes {} ({})", s.failed_runs,
-                          s.runs, s.hashes_identical ? "identical" : "DIFFER",
-                          s.hashes_identical ? (s.failed_runs == 0 || s.failed_runs == s.runs
-                                                    ? "deterministic"
-                                                    : "deterministic bits, flaky verdict")
-                                             : "flaky"));
-  }
-  term.summary(report);
-  write_reports(v.report, report);  // after the summary: a write error is the last line
-  return report.exit_code;
-}
+
+ private:
+  const ValidReplay& v_;
+};
 
 }  // namespace
 
@@ -120,9 +108,12 @@ CLI::App* add_replay_command(CLI::App& app, CliContext& ctx) {
                   fmt::format("Run it K times (1..{}): counts failures, compares output hashes",
                               kMaxRepeat));
   add_session_options(sub, opts->session);
-  add_report_options(sub, opts->report);
+  add_report_options(sub, opts->report, {.json = "docs/report-format.md", .junit = true});
   sub->callback([opts, &ctx] {
-    ctx.action = [opts, &ctx] { return replay_command_main(*opts, ctx.argv); };
+    ctx.action = [opts, &ctx] {
+      const ValidReplay v = validate_replay_options(*opts);
+      return execute_command<ReplayCommand>(v.report.verbosity(), v, ctx.argv);
+    };
   });
   return sub;
 }

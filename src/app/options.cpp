@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -229,15 +231,22 @@ void validate_output_path(std::string_view flag, const std::string& path) {
 
 void validate_report_options(const ReportOptions& opts) {
   if (opts.quiet && opts.verbose) usage("-q/--quiet and -v/--verbose conflict: pick one");
-  if (!opts.json_path.empty()) validate_output_path("--json", opts.json_path);
-  if (!opts.junit_path.empty()) validate_output_path("--junit", opts.junit_path);
-  if (!opts.json_path.empty() && !opts.junit_path.empty()) {
-    std::error_code ec;
-    if (opts.json_path == opts.junit_path ||
-        std::filesystem::weakly_canonical(opts.json_path, ec) ==
-            std::filesystem::weakly_canonical(opts.junit_path, ec)) {
-      usage(fmt::format("--json and --junit both write {}: give them different files",
-                        opts.json_path));
+  const std::pair<const char*, const std::string*> paths[] = {
+      {"--json", &opts.json_path}, {"--junit", &opts.junit_path}, {"--csv", &opts.csv_path}};
+  for (const auto& [flag, path] : paths) {
+    if (!path->empty()) validate_output_path(flag, *path);
+  }
+  for (size_t i = 0; i < std::size(paths); ++i) {
+    for (size_t j = i + 1; j < std::size(paths); ++j) {
+      const std::string& a = *paths[i].second;
+      const std::string& b = *paths[j].second;
+      if (a.empty() || b.empty()) continue;
+      std::error_code ec;
+      if (a == b ||
+          std::filesystem::weakly_canonical(a, ec) == std::filesystem::weakly_canonical(b, ec)) {
+        usage(fmt::format("{} and {} both write {}: give them different files", paths[i].first,
+                          paths[j].first, a));
+      }
     }
   }
 }
@@ -368,11 +377,24 @@ void add_session_options(CLI::App* app, SessionOptions& opts) {
   app->add_option("--mutant", opts.mutant, "NAME")->group("");
 }
 
-void add_report_options(CLI::App* app, ReportOptions& opts) {
-  app->add_option("--json", opts.json_path, "Write a JSON report (docs/report-format.md)");
-  app->add_option("--junit", opts.junit_path, "Write a JUnit XML report");
-  app->add_flag("-q,--quiet", opts.quiet, "Print only the verdict line and failures");
-  app->add_flag("-v,--verbose", opts.verbose, "Print every case result");
+void add_report_options(CLI::App* app, ReportOptions& opts, const ReportFlags& flags) {
+  // Every path is proven writable before anything runs; each file is written atomically.
+  if (!flags.json.empty()) {
+    app->add_option("--json", opts.json_path, fmt::format("Write a JSON report ({})", flags.json));
+  }
+  if (flags.junit) {
+    app->add_option("--junit", opts.junit_path, "Write a JUnit XML report (docs/report-format.md)");
+  }
+  if (flags.csv) app->add_option("--csv", opts.csv_path, "Write a CSV report (the same table)");
+  if (flags.quiet) {
+    app->add_flag("-q,--quiet", opts.quiet,
+                  "Quiet: no header or progress lines; failures, tables and the verdict line only");
+  }
+  if (flags.verbose) {
+    app->add_flag("-v,--verbose", opts.verbose,
+                  "Verbose: more detail where the command has it (every case result, session "
+                  "start-up, where each rank's time went)");
+  }
 }
 
 }  // namespace dcp

@@ -55,9 +55,11 @@ struct SessionOptions {
                                  // so a stress/replay/shrink demo has a real bug to find
 };
 
+// Report files and verbosity, for every command that has them.
 struct ReportOptions {
   std::string json_path;
   std::string junit_path;
+  std::string csv_path;  // bench only
   bool quiet = false;
   bool verbose = false;
   int verbosity() const { return quiet ? -1 : (verbose ? 1 : 0); }
@@ -127,6 +129,7 @@ void validate_geometry(const Geometry& g, int world);
 CaseSelection validate_selection(const SelectionOptions& opts);
 uint64_t parse_seed(std::string_view text);
 FaultSpec parse_fault_spec(std::string_view text, int world);
+// -q with -v, and every report path proven writable and distinct from the others.
 void validate_report_options(const ReportOptions& opts);
 // Proves `path` can be written now (creates nothing that stays behind).
 void validate_output_path(std::string_view flag, const std::string& path);
@@ -138,6 +141,15 @@ void add_world_option(CLI::App* app, int& world);
 void add_geometry_options(CLI::App* app, GeometryOptions& opts);
 void add_selection_options(CLI::App* app, SelectionOptions& opts);
 void add_session_options(CLI::App* app, SessionOptions& opts);
-void add_report_options(CLI::App* app, ReportOptions& opts);
+// Which of the report flags a command takes; add_report_options declares them
+// all, so every command spells and describes them alike.
+struct ReportFlags {
+  std::string json;  // what the JSON holds, for "--json: Write a JSON report (<json>)"; "": none
+  bool junit = false;
+  bool csv = false;
+  bool quiet = true;
+  bool verbose = true;
+};
+void add_report_options(CLI::App* app, ReportOptions& opts, const ReportFlags& flags);
 
 }  // namespace dcp

@@ -21,16 +21,9 @@ CaseResult RestartingSession::run(const Case& c, const std::string& suite) {
     ++num_started_;
     startup_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  CaseResult r;
-  try {
-    r = session_->run_case(c, suite);
-  } catch (const KernelFault& e) {
-    r = error_result(c, suite, e, replay);
-    session_.reset();
-  } catch (const HarnessError& e) {
-    r = error_result(c, suite, e, replay);
-    session_.reset();
-  }
+  bool threw = false;
+  CaseResult r = result_or_error(c, suite, replay, [&] { return session_->run_case(c, suite); }, threw);
+  if (threw) session_.reset();
   if (r.case_id.empty()) r.case_id = format_case_id(c);
   if (!r.scenario) r.scenario = c;
   if (r.suite.empty()) r.suite = suite;
