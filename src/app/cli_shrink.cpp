@@ -4,17 +4,15 @@
 // passes (nothing to shrink), 2 for a bad token or flag.
 #include <fmt/format.h>
 
-#include <chrono>
-#include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "cli.h"
-#include "cli_common.h"
+#include "command_lifecycle.h"
 #include "duration.h"
 #include "errors.h"
 #include "options.h"
 #include "replay.h"
-#include "report_terminal.h"
 #include "shrink_runner.h"
 
 namespace dcp {
@@ -27,61 +25,89 @@ struct ShrinkOptions {
   SessionOptions session;
   int max_attempts = ShrinkLimits{}.max_attempts;
   std::string max_time = "10m";
-  bool quiet = false;
+  ReportOptions report;  // -q
 };
 
-int shrink_command_main(const ShrinkOptions& o) {
+struct ValidShrink {
+  SessionConfig config;
+  Case the_case;
+  ShrinkLimits limits;
+};
+
+ValidShrink validate_shrink_options(const ShrinkOptions& o) {
   const ReplayToken token = parse_replay_token(o.token);
-  ReportOptions report;
-  report.quiet = o.quiet;
-  const SessionConfig config =
-      make_session_config(o.session, report, token.world, token.the_case.geometry);
+  validate_report_options(o.report);
+  ValidShrink v;
+  v.config = make_session_config(o.session, o.report, token.world, token.the_case.geometry);
   if (o.max_attempts < 1 || o.max_attempts > 100000) {
     throw UsageError(
         fmt::format("--shrink-attempts {}: must be between 1 and 100000", o.max_attempts));
   }
-  ShrinkLimits limits;
-  limits.max_attempts = o.max_attempts;
-  limits.max_seconds = parse_duration_seconds(o.max_time);
+  v.limits.max_attempts = o.max_attempts;
+  v.limits.max_seconds = parse_duration_seconds(o.max_time);
+  v.the_case = token.the_case;
+  return v;
+}
 
-  const Case& c = token.the_case;
-  if (!o.quiet) {
-    std::printf("dcp-check shrink: %s, world %d, backend %s\n", format_case_id(c).c_str(),
-                token.world, config.backend == BackendKind::kHost ? "host" : "gpu");
-    std::fflush(stdout);
+// The exit code is the original case's: the shrunk case's own result is
+// printed, but the bug is the one the token named.
+class ShrinkCommand : public CommandBody {
+ public:
+  explicit ShrinkCommand(const ValidShrink& v) : v_(v) {}
+
+  void run(CommandLifecycle& life) override {
+    TerminalReporter& term = life.term();
+    const Case& c = v_.the_case;
+    term.begin(fmt::format("dcp-check shrink: {}, world {}, backend {}", format_case_id(c),
+                           v_.config.world,
+                           v_.config.backend == BackendKind::kHost ? "host" : "gpu"),
+               0);
+    RestartingSession session(v_.config);
+    first_ = session.run(c, kShrinkSuite);
+    if (life.interrupted() != 0) return;
+    if (first_.status == CaseStatus::kSkipped) {
+      throw HarnessError(fmt::format("{} did not run: {}", first_.case_id, first_.message));
+    }
+    if (first_.status == CaseStatus::kPass) return;
+    term.failure(first_.case_id, first_);
+    if (!is_kernel_failure(first_)) {
+      // A harness error says nothing about the kernel: shrinking it would
+      // chase the harness, not the bug.
+      term.note(fmt::format("not shrinking: the case did not fail the kernel check ({})",
+                            to_string(first_.status)));
+      return;
+    }
+    ShrinkLimits limits = v_.limits;
+    limits.cancelled = [&life] { return life.interrupted() != 0; };
+    minimal_ = shrink_and_print(session, c, first_, limits, term).minimal;
   }
-  InterruptGuard interrupts;  // Ctrl-C stops the shrink between candidates
-  RestartingSession session(config);
-  const CaseResult first = session.run(c, kShrinkSuite);
-  if (const int sig = interrupts.signal_received()) return exit_code(findings_of({first}, sig));
-  if (first.status == CaseStatus::kSkipped) {
-    throw HarnessError(fmt::format("{} did not run: {}", first.case_id, first.message));
+
+  int exit_code(int interrupted_by) const override {
+    return dcp::exit_code(findings_of({first_}, interrupted_by));
   }
-  if (first.status == CaseStatus::kPass) {
-    std::printf("PASS: %s passes: nothing to shrink\n", first.case_id.c_str());
-    return exit_code(findings_of({first}, 0));
-  }
-  std::printf("%s: %s: %s\n", first.status == CaseStatus::kFail ? "FAIL" : "ERROR",
-              first.case_id.c_str(), first.message.c_str());
-  for (const RankCaseResult& k : first.ranks) {
-    if (!k.first_mismatches.empty()) {
-      std::printf("  %s\n", format_mismatch(k.first_mismatches.front()).c_str());
-      break;
+
+  void record(const Outcome& o) override { (void)o; }
+
+  void summary(TerminalReporter& term, const Outcome& o) const override {
+    if (o.aborted) {
+      term.verdict(o.exit_code, "shrink: stopped");
+    } else if (first_.status == CaseStatus::kPass) {
+      term.verdict(o.exit_code, first_.case_id + " passes: nothing to shrink");
+    } else if (minimal_) {
+      term.verdict(o.exit_code, fmt::format("{} fails ({}); minimal failing case {}",
+                                            first_.case_id, failure_type(first_),
+                                            format_case_id(*minimal_)));
+    } else {
+      term.verdict(o.exit_code, fmt::format("{}: {}, not shrunk", first_.case_id,
+                                            std::string(to_string(first_.status))));
     }
   }
-  std::fflush(stdout);
-  if (!is_kernel_failure(first)) {
-    // A harness error or a skip says nothing about the kernel: shrinking it
-    // would chase the harness, not the bug.
-    std::printf("not shrinking: the case did not fail the kernel check (%s)\n",
-                std::string(to_string(first.status)).c_str());
-    return exit_code(findings_of({first}, 0));
-  }
-  limits.cancelled = [&interrupts] { return interrupts.signal_received() != 0; };
-  shrink_and_print(session, c, first, limits, stdout, o.quiet);
-  // The shrunk case's own result was printed; the exit code is the original's.
-  return exit_code(findings_of({first}, interrupts.signal_received()));
-}
+
+ private:
+  const ValidShrink& v_;
+  CaseResult first_;
+  std::optional<Case> minimal_;
+};
 
 }  // namespace
 
@@ -97,8 +123,13 @@ CLI::App* add_shrink_command(CLI::App& app, CliContext& ctx) {
                   fmt::format("Most candidates to run (default {})", opts->max_attempts));
   sub->add_option("--shrink-time", opts->max_time,
                   "Most time to spend: 90s, 10m, 1h or seconds (default 10m)");
-  sub->add_flag("-q,--quiet", opts->quiet, "Only the verdict and the minimal case");
-  sub->callback([opts, &ctx] { ctx.action = [opts] { return shrink_command_main(*opts); }; });
+  add_report_options(sub, opts->report, {.json = "", .verbose = false});
+  sub->callback([opts, &ctx] {
+    ctx.action = [opts] {
+      const ValidShrink v = validate_shrink_options(*opts);
+      return execute_command<ShrinkCommand>(opts->report.verbosity(), v);
+    };
+  });
   return sub;
 }
 

@@ -7,23 +7,20 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cstdio>
 #include <memory>
 #include <optional>
 #include <random>
 
 #include "cli.h"
 #include "cli_common.h"
+#include "command_lifecycle.h"
 #include "duration.h"
 #include "errors.h"
 #include "failure_bundle.h"
 #include "options.h"
 #include "plan.h"
 #include "random_case.h"
-#include "replay.h"
-#include "report_file.h"
-#include "report_json.h"
-#include "report_terminal.h"
+#include "run_report_command.h"
 #include "selftest.h"
 #include "shrink_runner.h"
 
@@ -32,8 +29,6 @@ namespace {
 
 constexpr const char* kStressSuite = "stress";
 constexpr double kDefaultDurationS = 60;
-constexpr double kPlainStatusEveryS = 10;  // not a terminal: one line this often
-constexpr double kTtyStatusEveryS = 0.25;  // terminal: redraw at most this often
 constexpr int kDefaultShrinkAttempts = 200;
 constexpr const char* kDefaultShrinkTime = "5m";
 constexpr int64_t kMaxIterations = int64_t{1} << 40;
@@ -121,71 +116,23 @@ struct StressFailure {
   std::string bundle_path;
 };
 
-class StressCommand {
+class StressCommand : public RunReportCommand {
  public:
   StressCommand(const ValidStress& v, const std::vector<std::string>& argv)
-      : v_(v),
-        style_(detect_terminal_style(v.report.verbosity())),
-        session_(v.config),
-        report_(make_run_report("stress", argv, v.config)) {
+      : RunReportCommand("stress", argv, v.config, v.report), v_(v), session_(v.config) {
     report_.suite = kStressSuite;
     report_.seed = v.seed;
   }
 
-  int execute() {
-    print_header();
-    try {
-      loop();
-    } catch (const std::exception& e) {
-      finish_after_exception(exit_code(findings_of(e)));
-      throw;
-    }
-    clear_status();
-    const int code = exit_code(findings_of(failure_results(), interrupts_.signal_received()));
-    finish(code, /*print=*/true);
-    return code;
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-
-  double elapsed_s() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
-
-  void print_header() {
-    const Geometry& g = v_.config.geometry;
-    std::string limits;
-    if (v_.duration_s > 0) limits = "for " + format_elapsed_s(v_.duration_s);
-    if (v_.iterations > 0) {
-      limits += fmt::format("{}{} scenarios", limits.empty() ? "" : " or ", v_.iterations);
-    }
-    say(fmt::format("dcp-check stress: world {} ({}), geometry {}, backend {}, {}, {}{}{}",
-                    v_.config.world, describe_groups(v_.config.world),
-                    g.name.empty() ? "custom" : g.name, backend_name(v_.config),
-                    kernel_name(v_.config), limits, v_.keep_going ? ", --keep-going" : "",
-                    v_.config.check_determinism ? ", --check-determinism" : ""));
-    // Always printed, quiet or not: without it a failure-free run cannot be redone.
-    std::printf("seed 0x%016llx%s\n", static_cast<unsigned long long>(v_.seed),
-                v_.seed_given ? "" : " (random; rerun this run with --seed)");
-    if (v_.config.mutant != 0) {
-      std::string name = std::to_string(v_.config.mutant);
-      for (const MutantInfo& m : mutants_for(v_.config)) {
-        if (m.id == v_.config.mutant) name = m.name;
-      }
-      std::printf("TEST ONLY: running a deliberately broken kernel variant (--mutant %s)\n",
-                  name.c_str());
-    }
-    std::fflush(stdout);
-  }
-
-  bool should_stop() const {
-    if (interrupts_.signal_received() != 0) return true;
-    if (v_.iterations > 0 && num_scenarios_ >= v_.iterations) return true;
-    if (v_.duration_s > 0 && elapsed_s() >= v_.duration_s) return true;
-    return !failures_.empty() && !v_.keep_going;
-  }
-
-  void loop() {
-    for (uint64_t index = 0; !should_stop(); ++index) {
+  void run(CommandLifecycle& life) override {
+    print_header(life.term());
+    const auto stop = [&] {
+      if (life.interrupted() != 0) return true;
+      if (v_.iterations > 0 && num_scenarios_ >= v_.iterations) return true;
+      if (v_.duration_s > 0 && life.elapsed_s() >= v_.duration_s) return true;
+      return !failures_.empty() && !v_.keep_going;
+    };
+    for (uint64_t index = 0; !stop(); ++index) {
       const Case c = random_case(v_.seed, index, v_.config.world, v_.config.geometry);
       const auto t0 = Clock::now();
       const double startup_before = session_.startup_s();
@@ -195,63 +142,89 @@ class StressCommand {
       report_.phases.add(r);
       // Workers share our process group: Ctrl-C kills them too. A case that
       // errored while we were being interrupted did not fail.
-      if (interrupts_.signal_received() != 0 && r.status == CaseStatus::kError) break;
+      if (life.interrupted() != 0 && r.status == CaseStatus::kError) break;
       ++num_scenarios_;
       if (r.status == CaseStatus::kPass || r.status == CaseStatus::kFail) {
         num_calls_ += static_cast<int64_t>(num_ops(c)) * (v_.config.check_determinism ? 2 : 1);
       }
-      if (r.status == CaseStatus::kPass || r.status == CaseStatus::kSkipped) {
-        update_status(false);
-        continue;
-      }
-      handle_failure(index, c, std::move(r));
-      update_status(true);
+      const bool failed = r.status == CaseStatus::kFail || r.status == CaseStatus::kError;
+      if (failed) handle_failure(life, index, c, std::move(r));
+      life.term().status(status_line(life.elapsed_s()), /*now=*/failed);
     }
   }
 
-  void handle_failure(uint64_t index, const Case& c, CaseResult r) {
-    clear_status();
+  void record(const Outcome& o) override {
+    RunReportCommand::record(o);
+    if (session_.environment() != nullptr) report_.environment = *session_.environment();
+  }
+
+  // The scenario replay lines (the shrunk one where shrinking helped), then
+  // the verdict with the totals.
+  void summary(TerminalReporter& term, const Outcome& o) const override {
+    term.detail(fmt::format("session start-up {:.2f} s over {} session{} (not in calls/s)",
+                            session_.startup_s(), session_.num_started(),
+                            session_.num_started() == 1 ? "" : "s"));
+    term.detail(report_.phases.line());
+    if (!failures_.empty()) term.note("replay:");
+    for (const StressFailure& f : failures_) {
+      const bool small = f.shrunk && f.shrunk->num_steps > 0;
+      term.note("  " + (small ? replay_for(f.shrunk->minimal) : f.result.replay));
+    }
+    term.verdict(o.exit_code,
+                 fmt::format("{} scenarios, {} calls in {} ({:.0f} calls/s), {} failure{}, seed "
+                             "0x{:016x}",
+                             num_scenarios_, num_calls_, format_elapsed_s(o.wall_s),
+                             calls_per_s(), failures_.size(), failures_.size() == 1 ? "" : "s",
+                             v_.seed));
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void print_header(TerminalReporter& term) const {
+    const Geometry& g = v_.config.geometry;
+    std::string limits;
+    if (v_.duration_s > 0) limits = "for " + format_elapsed_s(v_.duration_s);
+    if (v_.iterations > 0) {
+      limits += fmt::format("{}{} scenarios", limits.empty() ? "" : " or ", v_.iterations);
+    }
+    term.begin(fmt::format("dcp-check stress: world {} ({}), geometry {}, backend {}, {}, {}{}{}",
+                           v_.config.world, describe_groups(v_.config.world),
+                           g.name.empty() ? "custom" : g.name, backend_name(v_.config),
+                           kernel_name(v_.config), limits, v_.keep_going ? ", --keep-going" : "",
+                           v_.config.check_determinism ? ", --check-determinism" : ""),
+               0);
+    // Always printed, quiet or not: without it a failure-free run cannot be redone.
+    term.note(fmt::format("seed 0x{:016x}{}", v_.seed,
+                          v_.seed_given ? "" : " (random; rerun this run with --seed)"));
+    if (v_.config.mutant != 0) {
+      std::string name = std::to_string(v_.config.mutant);
+      for (const MutantInfo& m : mutants_for(v_.config)) {
+        if (m.id == v_.config.mutant) name = m.name;
+      }
+      term.note("TEST ONLY: running a deliberately broken kernel variant (--mutant " + name + ")");
+    }
+  }
+
+  // Printed at once, replay line first (usable before shrinking ends), then
+  // shrunk and saved; recorded as one of the report's cases.
+  void handle_failure(CommandLifecycle& life, uint64_t index, const Case& c, CaseResult r) {
     StressFailure f;
     f.index = index;
     f.scenario = c;
-    std::printf("%s scenario #%llu (%s): %s\n", paint_bad(failure_word(r)).c_str(),
-                static_cast<unsigned long long>(index), failure_type(r).c_str(), r.message.c_str());
-    print_first_mismatches(r);
-    std::printf("  %s\n", r.replay.c_str());  // before shrinking: usable right away
-    std::fflush(stdout);
+    life.term().failure(fmt::format("scenario #{}", index), r);
     if (v_.shrink && is_kernel_failure(r)) {
       ShrinkLimits limits = v_.shrink_limits;
-      limits.cancelled = [this] { return interrupts_.signal_received() != 0; };
-      f.shrunk = shrink_and_print(session_, c, r, limits, stdout, v_.report.verbosity() < 0);
+      limits.cancelled = [&life] { return life.interrupted() != 0; };
+      f.shrunk = shrink_and_print(session_, c, r, limits, life.term());
     }
     f.result = std::move(r);
     if (!v_.save_dir.empty()) {
       f.bundle_path = write_failure_bundle(v_.save_dir, make_bundle(f));
-      std::printf("  saved %s\n", f.bundle_path.c_str());
+      life.term().note("  saved " + f.bundle_path);
     }
-    std::fflush(stdout);
+    report_.cases.push_back(f.result);
     failures_.push_back(std::move(f));
-  }
-
-  void print_first_mismatches(const CaseResult& r) const {
-    int shown = 0;
-    for (const RankCaseResult& k : r.ranks) {
-      if (!k.error.empty() && shown < 4) {
-        std::printf("  rank %d: %s\n", k.rank, k.error.c_str());
-        ++shown;
-      }
-      for (const Mismatch& m : k.first_mismatches) {
-        if (shown++ >= 4) return;
-        std::printf("  %s\n", format_mismatch(m).c_str());
-      }
-    }
-  }
-
-  static std::string failure_word(const CaseResult& r) {
-    return r.status == CaseStatus::kFail ? "FAIL" : "ERROR";
-  }
-  std::string paint_bad(const std::string& word) const {
-    return style_.color ? "\033[1;31m" + word + "\033[0m" : word;
   }
 
   FailureBundle make_bundle(const StressFailure& f) const {
@@ -265,9 +238,8 @@ class StressCommand {
     b.stress_seed = v_.seed;
     b.stress_index = f.index;
     if (f.shrunk) {
-      b.shrunk = ShrunkCase{
-          f.shrunk->minimal, replay_command(v_.config, v_.config.world, f.shrunk->minimal),
-          f.shrunk->num_steps, f.shrunk->num_attempts, f.shrunk->reached_fixpoint};
+      b.shrunk = ShrunkCase{f.shrunk->minimal, replay_for(f.shrunk->minimal), f.shrunk->num_steps,
+                            f.shrunk->num_attempts, f.shrunk->reached_fixpoint};
     }
     b.environment = session_.environment();
     return b;
@@ -275,84 +247,30 @@ class StressCommand {
 
   double calls_per_s() const { return run_s_ > 0 ? static_cast<double>(num_calls_) / run_s_ : 0; }
 
-  std::string status_line() const {
+  std::string status_line(double elapsed_s) const {
     return fmt::format("[stress {}] {} scenarios, {} calls ({:.0f} calls/s), {} failure{}",
-                       format_elapsed_s(elapsed_s()), num_scenarios_, num_calls_, calls_per_s(),
+                       format_elapsed_s(elapsed_s), num_scenarios_, num_calls_, calls_per_s(),
                        failures_.size(), failures_.size() == 1 ? "" : "s");
   }
 
-  // A rewritten line on a terminal (redrawn at once after a failure's lines),
-  // a plain line every ~10 s otherwise.
-  void update_status(bool after_failure) {
-    if (v_.report.verbosity() < 0) return;
-    const double now = elapsed_s();
-    if (style_.tty) {
-      if (!after_failure && now - last_status_s_ < kTtyStatusEveryS) return;
-      std::printf("\r\033[K%s", status_line().c_str());
-      status_shown_ = true;
-    } else {
-      if (now - last_status_s_ < kPlainStatusEveryS) return;
-      std::printf("%s\n", status_line().c_str());
-    }
-    last_status_s_ = now;
-    std::fflush(stdout);
-  }
-
-  void clear_status() {
-    if (!status_shown_) return;
-    std::printf("\r\033[K");
-    std::fflush(stdout);
-    status_shown_ = false;
-  }
-
-  std::vector<CaseResult> failure_results() const {
-    std::vector<CaseResult> out;
-    for (const StressFailure& f : failures_) out.push_back(f.result);
-    return out;
-  }
-
-  void finish(int exit_code, bool print) {
-    report_.cases = failure_results();
-    report_.environment = session_.environment()
-                              ? std::optional<EnvironmentInfo>(*session_.environment())
-                              : std::nullopt;
-    report_.wall_s = elapsed_s();
-    report_.interrupted_by = interrupts_.signal_received();
-    report_.exit_code = exit_code;
-    if (!v_.report.json_path.empty())
-      write_file_atomically(v_.report.json_path, json().dump(2) + "\n");
-    if (print) print_summary(exit_code);
-  }
-
-  // The exception reaches main (which prints it and maps the exit code); the
-  // JSON report still records what ran.
-  void finish_after_exception(int exit_code) {
-    clear_status();
-    try {
-      finish(exit_code, /*print=*/false);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "dcp-check: warning: %s\n", e.what());
-    }
-  }
-
-  nlohmann::json json() const {
-    nlohmann::json j = report_to_json(report_);
-    nlohmann::json failures = nlohmann::json::array();
+  // The run report ("cases": the failing scenarios only) plus the totals.
+  nlohmann::ordered_json json() const override {
+    nlohmann::ordered_json j = RunReportCommand::json();
+    nlohmann::ordered_json failures = nlohmann::ordered_json::array();
     for (const StressFailure& f : failures_) {
-      nlohmann::json fj = {{"index", f.index},
-                           {"case_id", f.result.case_id},
-                           {"replay", f.result.replay},
-                           {"bundle", f.bundle_path}};
+      nlohmann::ordered_json fj = {{"index", f.index},
+                                   {"case_id", f.result.case_id},
+                                   {"replay", f.result.replay},
+                                   {"bundle", f.bundle_path}};
       if (f.shrunk) {
         fj["shrunk"] = {{"case_id", format_case_id(f.shrunk->minimal)},
-                        {"replay", replay_command(v_.config, v_.config.world, f.shrunk->minimal)},
+                        {"replay", replay_for(f.shrunk->minimal)},
                         {"num_steps", f.shrunk->num_steps},
                         {"num_attempts", f.shrunk->num_attempts},
                         {"reached_fixpoint", f.shrunk->reached_fixpoint}};
       }
       failures.push_back(std::move(fj));
     }
-    // "cases" above lists the failing scenarios only; totals are here.
     j["stress"] = {{"seed", fmt::format("0x{:016x}", v_.seed)},
                    {"seed_given", v_.seed_given},
                    {"duration_s", v_.duration_s},
@@ -370,45 +288,12 @@ class StressCommand {
     return j;
   }
 
-  void print_summary(int exit_code) const {
-    std::printf(
-        "%s: %lld scenarios, %lld calls in %s (%.0f calls/s), %zu failure%s, seed 0x%016llx\n",
-        verdict_word(exit_code).c_str(), static_cast<long long>(num_scenarios_),
-        static_cast<long long>(num_calls_), format_elapsed_s(elapsed_s()).c_str(), calls_per_s(),
-        failures_.size(), failures_.size() == 1 ? "" : "s",
-        static_cast<unsigned long long>(v_.seed));
-    if (v_.report.verbosity() >= 1) {
-      std::printf("session start-up %.2f s over %d session%s (not in calls/s)\n", session_.startup_s(),
-                  session_.num_started(), session_.num_started() == 1 ? "" : "s");
-      std::printf("%s\n", report_.phases.line().c_str());
-    }
-    for (const StressFailure& f : failures_) {
-      const bool small = f.shrunk && f.shrunk->num_steps > 0;
-      std::printf("  %s\n",
-                  small ? replay_command(v_.config, v_.config.world, f.shrunk->minimal).c_str()
-                        : f.result.replay.c_str());
-    }
-    std::fflush(stdout);
-  }
-
-  void say(const std::string& line) const {
-    if (v_.report.verbosity() < 0) return;
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-  }
-
   const ValidStress& v_;
-  TerminalStyle style_;
   RestartingSession session_;
-  RunReport report_;
-  InterruptGuard interrupts_;
   std::vector<StressFailure> failures_;
   int64_t num_scenarios_ = 0;
   int64_t num_calls_ = 0;
   double run_s_ = 0;  // time running scenarios: calls/s excludes session start-up and shrinking
-  double last_status_s_ = 0;
-  bool status_shown_ = false;
-  Clock::time_point start_ = Clock::now();
 };
 
 }  // namespace
@@ -442,15 +327,13 @@ CLI::App* add_stress_command(CLI::App& app, CliContext& ctx) {
                   "Write one JSON bundle per failure into this directory (created if needed)");
   sub->add_flag("--check-determinism", opts->check_determinism,
                 "Run each scenario twice; different output bits on any rank is a failure");
-  sub->add_option("--json", opts->report.json_path,
-                  "Write a JSON report (failing scenarios plus a \"stress\" summary)");
-  sub->add_flag("-q,--quiet", opts->report.quiet, "No status line; failures and verdict only");
-  sub->add_flag("-v,--verbose", opts->report.verbose, "More detail from the sessions");
+  add_report_options(
+      sub, opts->report,
+      {.json = "the failing scenarios and a \"stress\" summary; docs/report-format.md"});
   sub->callback([opts, &ctx] {
     ctx.action = [opts, &ctx] {
       const ValidStress v = validate_stress_options(*opts);
-      StressCommand command(v, ctx.argv);
-      return command.execute();
+      return execute_command<StressCommand>(v.report.verbosity(), v, ctx.argv);
     };
   });
   return sub;

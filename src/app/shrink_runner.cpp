@@ -40,21 +40,17 @@ std::string describe_shrink(const ShrinkOutcome& o, double seconds) {
 
 ShrinkOutcome shrink_and_print(RestartingSession& session, const Case& failing,
                                const CaseResult& failing_result, const ShrinkLimits& limits,
-                               std::FILE* out, bool quiet) {
+                               TerminalReporter& term) {
   const auto start = std::chrono::steady_clock::now();
-  if (!quiet) {
-    std::fprintf(out, "shrinking %s (measure %lld) ...\n", format_case_id(failing).c_str(),
-                 static_cast<long long>(shrink_measure(failing)));
-    std::fflush(out);
-  }
+  term.info(fmt::format("shrinking {} (measure {}) ...", format_case_id(failing),
+                        shrink_measure(failing)));
   int num_steps = 0;
   auto runner = [&](const Case& cand) {
     CaseResult r = session.run(cand, "shrink");
     // The shrinker takes the first candidate that fails the same way, so each
     // such result is exactly one accepted step.
-    if (!quiet && same_failure(failing_result, r)) {
-      std::fprintf(out, "  step %d: %s still fails\n", ++num_steps, r.case_id.c_str());
-      std::fflush(out);
+    if (same_failure(failing_result, r)) {
+      term.info(fmt::format("  step {}: {} still fails", ++num_steps, r.case_id));
     }
     return r;
   };
@@ -62,15 +58,12 @@ ShrinkOutcome shrink_and_print(RestartingSession& session, const Case& failing,
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const Case& m = o.minimal;
-  std::fprintf(out, "shrunk: %s\n", describe_shrink(o, seconds).c_str());
-  std::fprintf(out, "minimal failing case: %s (measure %lld)\n", format_case_id(m).c_str(),
-               static_cast<long long>(shrink_measure(m)));
-  if (!o.minimal_result.message.empty()) {
-    std::fprintf(out, "  %s\n", o.minimal_result.message.c_str());
-  }
-  std::fprintf(out, "  replay token: %s\n", format_replay_token(session.config().world, m).c_str());
-  std::fprintf(out, "  %s\n", replay_command(session.config(), session.config().world, m).c_str());
-  std::fflush(out);
+  term.note("shrunk: " + describe_shrink(o, seconds));
+  term.note(fmt::format("minimal failing case: {} (measure {})", format_case_id(m),
+                        shrink_measure(m)));
+  if (!o.minimal_result.message.empty()) term.note("  " + o.minimal_result.message);
+  term.note("  replay token: " + format_replay_token(session.config().world, m));
+  term.note("  " + replay_command(session.config(), session.config().world, m));
   return o;
 }
 

@@ -3,12 +3,12 @@
 // candidate, still runs), and the shrink step with its printed verdict.
 #pragma once
 
-#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "case.h"
+#include "report_terminal.h"
 #include "results.h"
 #include "session.h"
 #include "shrinker.h"
@@ -42,11 +42,11 @@ class RestartingSession {
 };
 
 // Shrinks a kernel failure with fresh-session restarts, printing progress
-// (one line per accepted step unless quiet) and the result: the minimal case,
+// (one line per accepted step, unless -q) and the result: the minimal case,
 // its replay line, and how many steps and attempts it took.
 ShrinkOutcome shrink_and_print(RestartingSession& session, const Case& failing,
                                const CaseResult& failing_result, const ShrinkLimits& limits,
-                               std::FILE* out, bool quiet);
+                               TerminalReporter& term);
 
 // "12 steps, 40 attempts in 3.2s (fixpoint)" for summaries.
 std::string describe_shrink(const ShrinkOutcome& o, double seconds);
