@@ -4,15 +4,13 @@
 // be exposed here is caught. Mutants are reachable from this command only.
 #include <fmt/format.h>
 
-#include <cstdio>
 #include <memory>
 #include <stdexcept>
 
 #include "cli.h"
-#include "cli_common.h"
+#include "command_lifecycle.h"
 #include "errors.h"
 #include "options.h"
-#include "report_file.h"
 #include "report_json.h"
 #include "selftest.h"
 #include "session.h"
@@ -33,9 +31,7 @@ struct SelftestOptions {
   std::string mutants;     // comma-separated names or ids; "" = all
   bool fast = false;
   bool no_upstream = false;
-  std::string json_path;
-  bool quiet = false;
-  bool verbose = false;
+  ReportOptions report;  // --json, -q, -v
 };
 
 class RealSelftestSession : public SelftestSession {
@@ -80,24 +76,26 @@ std::string rerun_prefix(const SelftestOptions& o, const SessionConfig& config) 
   return cmd;
 }
 
-int run_selftest_command(const SelftestOptions& o) {
+struct ValidSelftest {
+  SessionConfig base;  // every session's config but the mutant, profile and geometry
+  SelftestPlan plan;
+  std::string rerun_prefix;
+};
+
+ValidSelftest validate_selftest_options(const SelftestOptions& o) {
   validate_world(o.world);
   const Geometry geometry = resolve_geometry(o.geometry, o.world);
   const CaseSelection selection = validate_selection(o.selection);
-  ReportOptions report_opts;
-  report_opts.json_path = o.json_path;
-  report_opts.quiet = o.quiet;
-  report_opts.verbose = o.verbose;
-  validate_report_options(report_opts);
-  const SessionConfig base = make_session_config(o.session, report_opts, o.world, geometry);
-
-  SelftestPlan plan;
+  validate_report_options(o.report);
+  ValidSelftest v;
+  v.base = make_session_config(o.session, o.report, o.world, geometry);
+  SelftestPlan& plan = v.plan;
   plan.suite = selection.suite;
   plan.fast = o.fast;
-  plan.mutants = select_mutants(mutants_for(base), o.mutants);
+  plan.mutants = select_mutants(mutants_for(v.base), o.mutants);
   if (plan.mutants.empty()) {
     throw UsageError(fmt::format("kernel '{}' declares no mutants: selftest has nothing to prove",
-                                 base.kernel.name));
+                                 v.base.kernel.name));
   }
   const SuiteOptions suite_opts{
       .world = o.world, .geometry = geometry, .base_seed = selection.seed};
@@ -109,48 +107,83 @@ int run_selftest_command(const SelftestOptions& o) {
   // The filter applies to both columns: rerunning one case of the main suite
   // usually leaves no upstream case, and then the column is simply off.
   if (!o.no_upstream) plan.upstream_cases = suite_cases("upstream", suite_opts, selection);
-
-  const bool quiet = o.quiet;
-  auto say = [quiet](const std::string& line) {
-    if (quiet) return;
-    std::fputs((line + "\n").c_str(), stdout);
-    std::fflush(stdout);
-  };
-  say(
-      fmt::format("dcp-check selftest: backend {}, world {}, geometry {}, suite {} ({} cases), "
-                  "{} mutants, upstream profile {}, deadline {:g} s{}",
-                  o.session.backend, o.world, o.geometry.name, plan.suite, plan.cases.size(),
-                  plan.mutants.size(),
-                  plan.upstream_cases.empty() ? std::string("off")
-                                              : fmt::format("{} cases", plan.upstream_cases.size()),
-                  base.timeout_s, plan.fast ? ", --fast" : ""));
-
-  // Ctrl-C reaches the workers too (same process group): stop between cases
-  // instead of counting the resulting errors as detections.
-  InterruptGuard interrupts;
-  plan.interrupted = [&interrupts] { return interrupts.signal_received(); };
-  SessionFactory factory = [&base](int mutant, const CheckProfile& profile,
-                                   const Geometry& geometry) {
-    SessionConfig config = base;
-    config.geometry = geometry;
-    config.mutant = mutant;
-    config.profile = profile;
-    return std::unique_ptr<SelftestSession>(std::make_unique<RealSelftestSession>(config));
-  };
-  const SelftestReport report = run_selftest(plan, factory, say);
-  std::fputs(format_selftest_table(report, rerun_prefix(o, base)).c_str(), stdout);
-  std::fflush(stdout);
-
-  if (!o.json_path.empty()) {
-    nlohmann::json j = report;
-    j["world"] = o.world;
-    j["geometry"] = o.geometry.name;
-    j["timeout_s"] = base.timeout_s;
-    if (report.environment) j["environment"] = environment_to_json(*report.environment);
-    write_file_atomically(o.json_path, j.dump(2) + "\n");
-  }
-  return report.exit_code();
+  v.rerun_prefix = rerun_prefix(o, v.base);
+  return v;
 }
+
+class SelftestCommand : public CommandBody {
+ public:
+  SelftestCommand(const SelftestOptions& o, const ValidSelftest& v) : o_(o), v_(v) {}
+
+  void run(CommandLifecycle& life) override {
+    const SelftestPlan& plan = v_.plan;
+    life.term().begin(
+        fmt::format("dcp-check selftest: backend {}, world {}, geometry {}, suite {} ({} cases), "
+                    "{} mutants, upstream profile {}, deadline {:g} s{}",
+                    o_.session.backend, o_.world, o_.geometry.name, plan.suite,
+                    plan.cases.size(), plan.mutants.size(),
+                    plan.upstream_cases.empty()
+                        ? std::string("off")
+                        : fmt::format("{} cases", plan.upstream_cases.size()),
+                    v_.base.timeout_s, plan.fast ? ", --fast" : ""),
+        0);
+    // Ctrl-C reaches the workers too (same process group): stop between cases
+    // instead of counting the resulting errors as detections.
+    SelftestPlan interruptible = plan;
+    interruptible.interrupted = [&life] { return life.interrupted(); };
+    const SessionConfig& base = v_.base;
+    SessionFactory factory = [&base](int mutant, const CheckProfile& profile,
+                                     const Geometry& geometry) {
+      SessionConfig config = base;
+      config.geometry = geometry;
+      config.mutant = mutant;
+      config.profile = profile;
+      return std::unique_ptr<SelftestSession>(std::make_unique<RealSelftestSession>(config));
+    };
+    run_selftest(interruptible, factory, report_,
+                 [&life](const std::string& line) { life.term().info(line); });
+  }
+
+  int exit_code(int interrupted_by) const override {
+    Findings f = selftest_findings(report_);
+    if (f.interrupted_by == 0) f.interrupted_by = interrupted_by;
+    return dcp::exit_code(f);
+  }
+
+  void record(const Outcome& o) override {
+    if (report_.interrupted_by == 0) report_.interrupted_by = o.interrupted_by;
+    if (o.aborted) report_.elapsed_s = o.wall_s;  // run_selftest did not get to set it
+    exit_code_ = o.exit_code;
+  }
+
+  void summary(TerminalReporter& term, const Outcome& o) const override {
+    if (o.aborted) {
+      term.verdict(o.exit_code, fmt::format("selftest: stopped after {} of {} mutants ({:.1f} s)",
+                                            report_.mutants.size(), v_.plan.mutants.size(),
+                                            o.wall_s));
+      return;
+    }
+    term.block(format_selftest_table(report_, v_.rerun_prefix));
+    term.verdict(o.exit_code, selftest_verdict(report_));
+  }
+
+  std::vector<ReportFile> report_files() const override {
+    if (o_.report.json_path.empty()) return {};
+    nlohmann::json j = report_;
+    j["world"] = o_.world;
+    j["geometry"] = o_.geometry.name;
+    j["timeout_s"] = v_.base.timeout_s;
+    j["exit_code"] = exit_code_;  // the process's, also when the run was cut short
+    if (report_.environment) j["environment"] = environment_to_json(*report_.environment);
+    return {{o_.report.json_path, j.dump(2) + "\n"}};
+  }
+
+ private:
+  const SelftestOptions& o_;
+  const ValidSelftest& v_;
+  SelftestReport report_;
+  int exit_code_ = 0;
+};
 
 }  // namespace
 
@@ -180,10 +213,13 @@ CLI::App* add_selftest_command(CLI::App& app, CliContext& ctx) {
                 "Stop each mutant at its first detection (no per-mutant case count)");
   cmd->add_flag("--no-upstream", opts->no_upstream,
                 "Skip the upstream-profile column (the upstream suite at 3e-2 vs fp32)");
-  cmd->add_option("--json", opts->json_path, "Write the selftest table as JSON");
-  cmd->add_flag("-q,--quiet", opts->quiet, "Print only the table and the verdict");
-  cmd->add_flag("-v,--verbose", opts->verbose, "More detail from the sessions");
-  cmd->callback([opts, &ctx] { ctx.action = [opts] { return run_selftest_command(*opts); }; });
+  add_report_options(cmd, opts->report, {.json = "the selftest table and verdicts"});
+  cmd->callback([opts, &ctx] {
+    ctx.action = [opts] {
+      const ValidSelftest v = validate_selftest_options(*opts);
+      return execute_command<SelftestCommand>(opts->report.verbosity(), *opts, v);
+    };
+  });
   return cmd;
 }
 

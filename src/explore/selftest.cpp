@@ -305,6 +305,13 @@ Findings selftest_findings(const SelftestReport& r) {
 
 SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& factory,
                             const SelftestProgress& progress) {
+  SelftestReport report;
+  run_selftest(plan, factory, report, progress);
+  return report;
+}
+
+void run_selftest(const SelftestPlan& plan, const SessionFactory& factory, SelftestReport& report,
+                  const SelftestProgress& progress) {
   const auto say = [&](const std::string& line) {
     if (progress) progress(line);
   };
@@ -313,7 +320,7 @@ SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& fact
     r.interrupted_by = interrupted_by;
     r.elapsed_s = seconds_since(start);
   };
-  SelftestReport report;
+  report = SelftestReport{};
   report.suite = plan.suite;
   const CheckProfile strict_profile{};
   const CheckProfile upstream_profile{.upstream = true};
@@ -332,7 +339,7 @@ SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& fact
   report.ranks_share_gpu = env.ranks_share_gpu;
   if (report.correct.interrupted_by != 0) {
     finish(report, report.correct.interrupted_by);
-    return report;
+    return;
   }
   say(fmt::format("correct kernel, suite {}: {} of {} cases failed ({:.1f} s)", plan.suite,
                   report.correct.num_caught, report.correct.num_cases, report.correct.elapsed_s));
@@ -347,7 +354,7 @@ SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& fact
     const auto& up = *report.correct_upstream;
     if (up.interrupted_by != 0) {
       finish(report, up.interrupted_by);
-      return report;
+      return;
     }
     say(fmt::format("correct kernel, upstream profile: {} of {} cases failed ({:.1f} s)",
                     up.num_caught, up.num_cases, up.elapsed_s));
@@ -356,7 +363,7 @@ SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& fact
   report.correct_passed = passed;
   if (!passed) {
     finish(report, 0);
-    return report;  // mutants prove nothing against a checker that fails correct kernels
+    return;  // mutants prove nothing against a checker that fails correct kernels
   }
 
   for (size_t i = 0; i < plan.mutants.size(); ++i) {
@@ -369,7 +376,7 @@ SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& fact
                                        .stop_at_first = plan.fast});
     if (strict.interrupted_by != 0) {
       finish(report, strict.interrupted_by);  // a half-run mutant is not reported
-      return report;
+      return;
     }
     std::optional<ProfileOutcome> upstream;
     if (with_upstream) {
@@ -382,7 +389,7 @@ SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& fact
                             .stop_at_first = true});
       if (upstream->interrupted_by != 0) {
         finish(report, upstream->interrupted_by);
-        return report;
+        return;
       }
     }
     report.mutants.push_back(
@@ -390,7 +397,6 @@ SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& fact
     say(summary_line(i + 1, plan.mutants.size(), report.mutants.back()));
   }
   finish(report, 0);
-  return report;
 }
 
 // ---- reporting ----------------------------------------------------------
@@ -443,16 +449,16 @@ std::string render_table(const std::vector<std::vector<std::string>>& rows) {
 }
 
 std::string format_correct_failure(const SelftestReport& report) {
-  std::string out = fmt::format("FAIL: the correct kernel failed {} of {} cases of suite '{}'",
+  std::string out = fmt::format("the correct kernel failed {} of {} cases of suite '{}'",
                                 report.correct.num_caught, report.correct.num_cases, report.suite);
   if (report.correct_upstream && report.correct_upstream->detected) {
-    out = fmt::format("FAIL: the correct kernel failed {} of {} cases of the upstream profile",
+    out = fmt::format("the correct kernel failed {} of {} cases of the upstream profile",
                       report.correct_upstream->num_caught, report.correct_upstream->num_cases);
   } else if (!report.correct.detected && report.correct.harness != FailureKind::kNone) {
-    out = fmt::format("HARNESS ERROR: the correct kernel's run failed in the harness ({}: {})",
+    out = fmt::format("the correct kernel's run failed in the harness ({}: {})",
                       to_string(report.correct.harness), report.correct.harness_message);
   } else if (!report.correct.detected && !report.correct.stopped.empty()) {
-    out = fmt::format("FAIL: the correct kernel's run ended early ({})", report.correct.stopped);
+    out = fmt::format("the correct kernel's run ended early ({})", report.correct.stopped);
   }
   out +=
       ".\nA checker that fails a correct kernel is broken (or the kernel is): mutants were "
@@ -467,12 +473,7 @@ std::string format_correct_failure(const SelftestReport& report) {
 }  // namespace
 
 std::string format_selftest_table(const SelftestReport& report, const std::string& rerun_prefix) {
-  if (report.interrupted_by != 0 && !report.correct_passed) {
-    return fmt::format(
-        "selftest INTERRUPTED by signal {} while running the correct kernel "
-        "({:.1f} s)\n",
-        report.interrupted_by, report.elapsed_s);
-  }
+  if (report.interrupted_by != 0 && !report.correct_passed) return "";  // the verdict says it
   if (!report.correct_passed) return format_correct_failure(report);
   std::string out = fmt::format(
       "correct kernel: passed all {} cases of suite '{}'{} ({:.1f} s)\n", report.correct.num_cases,
@@ -527,14 +528,29 @@ std::string format_selftest_table(const SelftestReport& report, const std::strin
   for (const auto& m : report.mutants) {
     out += fmt::format("  {} --mutants {} --fast --no-upstream\n", rerun_prefix, m.mutant.name);
   }
-  if (report.interrupted_by != 0) {
-    out += fmt::format("selftest INTERRUPTED by signal {}: only the mutants above ran ({:.1f} s)\n",
-                       report.interrupted_by, report.elapsed_s);
-    return out;
-  }
-  out += fmt::format("selftest {} ({:.1f} s)\n",
-                     report.exit_code() == kExitPass ? "PASSED" : "FAILED", report.elapsed_s);
   return out;
+}
+
+std::string selftest_verdict(const SelftestReport& report) {
+  if (report.interrupted_by != 0 && !report.correct_passed) {
+    return fmt::format("selftest: interrupted by signal {} while running the correct kernel ({:.1f} s)",
+                       report.interrupted_by, report.elapsed_s);
+  }
+  if (!report.correct_passed) {
+    return fmt::format("selftest: the correct kernel did not pass, so no mutant ran ({:.1f} s)",
+                       report.elapsed_s);
+  }
+  const std::string counts = fmt::format(
+      "{} of {} mutants detected, {} survived{}", report.num_detected(), report.mutants.size(),
+      report.num_survived(),
+      report.num_not_catchable_here() > 0
+          ? fmt::format(", {} not catchable here", report.num_not_catchable_here())
+          : std::string());
+  if (report.interrupted_by != 0) {
+    return fmt::format("selftest: interrupted by signal {}: only the mutants above ran, {} ({:.1f} s)",
+                       report.interrupted_by, counts, report.elapsed_s);
+  }
+  return fmt::format("selftest: {} ({:.1f} s)", counts, report.elapsed_s);
 }
 
 void to_json(nlohmann::json& j, const ProfileOutcome& p) {

@@ -154,15 +154,20 @@ Findings selftest_findings(const SelftestReport& r);
 using SelftestProgress = std::function<void(const std::string& line)>;
 
 // Runs the plan. Exceptions other than KernelFault from the factory (and any
-// HarnessError from a session) propagate.
+// HarnessError from a session) propagate; `report` then holds what completed.
+void run_selftest(const SelftestPlan& plan, const SessionFactory& factory, SelftestReport& report,
+                  const SelftestProgress& progress = {});
 SelftestReport run_selftest(const SelftestPlan& plan, const SessionFactory& factory,
                             const SelftestProgress& progress = {});
 
 // The human table (mutant | kind | detected | how | first case | #caught |
-// upstream | note) plus the verdict lines. `rerun_prefix` is the command line
-// of this selftest configuration (" --mutants NAME --fast --no-upstream" is
-// appended to rerun one mutant).
+// upstream | note) and what it means, without the verdict line. `rerun_prefix`
+// is the command line of this selftest configuration (" --mutants NAME --fast
+// --no-upstream" is appended to rerun one mutant).
 std::string format_selftest_table(const SelftestReport& report, const std::string& rerun_prefix);
+// What follows "<VERDICT>: " on the last line, e.g. "selftest: 9 of 9 mutants
+// detected (41.2 s)".
+std::string selftest_verdict(const SelftestReport& report);
 
 void to_json(nlohmann::json& j, const ProfileOutcome& p);
 void to_json(nlohmann::json& j, const SelftestReport& r);

@@ -148,7 +148,7 @@ TEST_CASE("every mutant detected: exit 0, counts and first case recorded") {
   CHECK(table.find("2/4") != std::string::npos);
   CHECK(table.find("dcp-check selftest --mutants late --fast --no-upstream") != std::string::npos);
   CHECK(table.find("case2") != std::string::npos);  // the first detecting case
-  CHECK(table.find("selftest PASSED") != std::string::npos);
+  CHECK(selftest_verdict(report).rfind("selftest: 2 of 2 mutants detected, 0 survived (", 0) == 0);
 }
 
 TEST_CASE("a catchable survivor fails the selftest") {
@@ -161,7 +161,7 @@ TEST_CASE("a catchable survivor fails the selftest") {
   CHECK(report.exit_code() == kExitKernelFailure);
   const std::string table = format_selftest_table(report, "x");
   CHECK(table.find("SURVIVED: sneaky") != std::string::npos);
-  CHECK(table.find("selftest FAILED") != std::string::npos);
+  CHECK(selftest_verdict(report).rfind("selftest: 1 of 2 mutants detected, 1 survived (", 0) == 0);
 }
 
 TEST_CASE("an uncatchable mutant that survives is reported, never counted as caught") {
@@ -208,7 +208,9 @@ TEST_CASE("a correct kernel that fails stops the selftest with exit 1") {
   REQUIRE(report.correct_failures.size() == 1);
   CHECK(report.exit_code() == kExitKernelFailure);
   const std::string text = format_selftest_table(report, "x");
-  CHECK(text.find("FAIL: the correct kernel failed 1 of 3 cases") != std::string::npos);
+  CHECK(text.find("the correct kernel failed 1 of 3 cases") != std::string::npos);
+  CHECK(selftest_verdict(report).find("the correct kernel did not pass, so no mutant ran") !=
+        std::string::npos);
   CHECK(text.find("replay: dcp-check replay w2-case1") != std::string::npos);
 }
 
@@ -304,6 +306,12 @@ TEST_CASE("a harness error propagates instead of counting as a detection") {
     return inner(m, p, g);
   };
   CHECK_THROWS_AS(run_selftest(make_plan(2, 0, {mutant(1, "a")}), factory), HarnessError);
+  // What completed before the error stays in the caller's report (its partial JSON).
+  SelftestReport partial;
+  CHECK_THROWS_AS(run_selftest(make_plan(2, 0, {mutant(1, "a")}), factory, partial), HarnessError);
+  CHECK(partial.correct_passed);
+  CHECK(partial.correct.num_run == 2);
+  CHECK(partial.mutants.empty());
 }
 
 TEST_CASE("cases of different geometries run in separate sessions") {
@@ -352,7 +360,8 @@ TEST_CASE("a harness failure on the correct kernel: mutants not run, exit 3") {
   CHECK_FALSE(report.correct_passed);
   CHECK(report.mutants.empty());
   CHECK(report.exit_code() == 3);
-  CHECK(format_selftest_table(report, "x").find("HARNESS ERROR") != std::string::npos);
+  CHECK(format_selftest_table(report, "x").find("failed in the harness (harness: socket closed)") !=
+        std::string::npos);
 }
 
 TEST_CASE("select_mutants picks by name or id and rejects unknown names") {
@@ -440,7 +449,8 @@ TEST_CASE("an interrupt stops the selftest: partial table, exit 128 + signal") {
   CHECK(report.exit_code() == 130);
   CHECK(h.sessions == std::vector<std::string>{"m0", "m1", "m2"});  // mutant 3 never started
   const std::string table = format_selftest_table(report, "x");
-  CHECK(table.find("selftest INTERRUPTED by signal 2") != std::string::npos);
+  CHECK(selftest_verdict(report).find("interrupted by signal 2: only the mutants above ran, 1 of 1") !=
+        std::string::npos);
   CHECK(table.find("PASSED") == std::string::npos);
 }
 
