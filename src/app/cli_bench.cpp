@@ -5,15 +5,15 @@
 // median over repeats. Each point's output is then checked like any case.
 #include <fmt/format.h>
 
-#include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "bench.h"
 #include "cli.h"
+#include "command_lifecycle.h"
 #include "errors.h"
 #include "exit_code.h"
 #include "options.h"
-#include "report_file.h"
 #include "report_json.h"
 #include "session.h"
 
@@ -30,8 +30,7 @@ struct BenchOptions {
   int replays = kDefaultBenchReplays;
   int warmup_replays = kDefaultBenchWarmupReplays;
   bool allow_shared_gpu = false;
-  std::string json_path;
-  std::string csv_path;
+  ReportOptions report;  // --json, --csv, -q
 };
 
 struct ValidBench {
@@ -39,8 +38,7 @@ struct ValidBench {
   BenchSpec spec;  // impls filled once the GPUs are known
   std::string impl_flag;
   bool allow_shared_gpu = false;
-  std::string json_path;
-  std::string csv_path;
+  ReportOptions report;
 };
 
 ValidBench validate_bench_options(const BenchOptions& o) {
@@ -60,7 +58,7 @@ ValidBench validate_bench_options(const BenchOptions& o) {
   }
   SessionOptions session = o.session;
   session.impl.clear();  // workspaces built at start-up; bench picks impls per point
-  v.config = make_session_config(session, ReportOptions{}, o.world, g);
+  v.config = make_session_config(session, o.report, o.world, g);
   if (!v.config.kernel.has(DCP_CAP_GRAPH_SAFE)) {
     throw UsageError(
         fmt::format("bench times CUDA graphs of K ops, but kernel '{}' does not declare "
@@ -77,14 +75,9 @@ ValidBench validate_bench_options(const BenchOptions& o) {
   if (o.warmup_replays < 0 || o.warmup_replays > 100000) {
     throw UsageError(fmt::format("--warmup {}: must be in [0, 100000]", o.warmup_replays));
   }
-  if (!o.json_path.empty()) validate_output_path("--json", o.json_path);
-  if (!o.csv_path.empty()) validate_output_path("--csv", o.csv_path);
-  if (!o.json_path.empty() && o.json_path == o.csv_path) {
-    throw UsageError("--json and --csv name the same file: give them different files");
-  }
+  validate_report_options(o.report);
   v.allow_shared_gpu = o.allow_shared_gpu;
-  v.json_path = o.json_path;
-  v.csv_path = o.csv_path;
+  v.report = o.report;
   return v;
 }
 
@@ -103,32 +96,63 @@ nlohmann::json environment_json(const EnvironmentInfo& env) {
           {"hostname", env.hostname}};
 }
 
-int execute(const ValidBench& v, const std::vector<std::string>& argv) {
-  Session session(v.config);
-  const EnvironmentInfo& env = session.environment();
-  BenchSpec spec = v.spec;
-  std::string note;
-  spec.impls = bench_impls(v.impl_flag, env.ranks_share_gpu, v.allow_shared_gpu, &note);
-  const std::string gpu = env.gpus.empty() ? "?" : env.gpus.front().name;
-  fmt::print("dcp-check bench: {} ranks on {} GPU(s) ({}), driver {}, CUDA {}, NCCL {}\n",
-             v.config.world, env.gpus.size(), gpu, env.driver_version, env.cuda_runtime_version,
-             env.nccl_version.empty() ? "not loaded" : env.nccl_version);
-  std::fflush(stdout);
-  BenchResult result = session.run_bench(spec);
-  if (!note.empty()) result.notes.push_back(note);
-  fmt::print("{}", bench_table(result));
-  if (!v.json_path.empty()) {
-    nlohmann::json j = bench_json(result);
-    j["environment"] = environment_json(env);
-    j["command"] = argv;
-    write_file_atomically(v.json_path, j.dump(2) + "\n");
+// The report files are written once there are results: a bench that could
+// not start has none.
+class BenchCommand : public CommandBody {
+ public:
+  BenchCommand(const ValidBench& v, const std::vector<std::string>& argv) : v_(v), argv_(argv) {}
+
+  void run(CommandLifecycle& life) override {
+    Session session(v_.config);
+    env_ = session.environment();
+    BenchSpec spec = v_.spec;
+    std::string note;
+    spec.impls = bench_impls(v_.impl_flag, env_->ranks_share_gpu, v_.allow_shared_gpu, &note);
+    life.term().begin(
+        fmt::format("dcp-check bench: {} ranks on {} GPU(s) ({}), driver {}, CUDA {}, NCCL {}",
+                    v_.config.world, env_->gpus.size(),
+                    env_->gpus.empty() ? "?" : env_->gpus.front().name, env_->driver_version,
+                    env_->cuda_runtime_version,
+                    env_->nccl_version.empty() ? "not loaded" : env_->nccl_version),
+        0);
+    result_ = session.run_bench(spec);
+    if (!note.empty()) result_->notes.push_back(note);
   }
-  if (!v.csv_path.empty()) write_file_atomically(v.csv_path, bench_csv(result));
-  const int code = exit_code(bench_findings(result));
-  fmt::print("{}\n", code == 0 ? "bench: every output check passed"
-                               : "bench: FAILED (see the output check lines above)");
-  return code;
-}
+
+  int exit_code(int interrupted_by) const override {
+    Findings f = bench_findings(*result_);
+    f.interrupted_by = interrupted_by;
+    return dcp::exit_code(f);
+  }
+
+  void record(const Outcome& o) override { (void)o; }
+
+  void summary(TerminalReporter& term, const Outcome& o) const override {
+    if (result_) term.block(bench_table(*result_));
+    term.verdict(o.exit_code, !result_             ? "bench: stopped before any result"
+                              : o.exit_code == 0 ? "bench: every output check passed"
+                                                 : "bench: see the output check lines above");
+  }
+
+  std::vector<ReportFile> report_files() const override {
+    if (!result_) return {};
+    std::vector<ReportFile> files;
+    if (!v_.report.json_path.empty()) {
+      nlohmann::json j = bench_json(*result_);
+      j["environment"] = environment_json(*env_);
+      j["command"] = argv_;
+      files.push_back({v_.report.json_path, j.dump(2) + "\n"});
+    }
+    if (!v_.report.csv_path.empty()) files.push_back({v_.report.csv_path, bench_csv(*result_)});
+    return files;
+  }
+
+ private:
+  const ValidBench& v_;
+  const std::vector<std::string>& argv_;
+  std::optional<EnvironmentInfo> env_;
+  std::optional<BenchResult> result_;
+};
 
 }  // namespace
 
@@ -156,10 +180,15 @@ CLI::App* add_bench_command(CLI::App& app, CliContext& ctx) {
       fmt::format("Graph replays before timing (default {})", kDefaultBenchWarmupReplays));
   sub->add_flag("--allow-shared-gpu", opts->allow_shared_gpu,
                 "Run even when ranks share a GPU; every number is labelled not meaningful");
-  sub->add_option("--json", opts->json_path, "Write the results as JSON");
-  sub->add_option("--csv", opts->csv_path, "Write the results as CSV");
+  add_report_options(sub, opts->report,
+                     {.json = "the timing table, GPUs, driver, CUDA and NCCL versions",
+                      .csv = true,
+                      .verbose = false});
   sub->callback([opts, &ctx] {
-    ctx.action = [opts, &ctx] { return execute(validate_bench_options(*opts), ctx.argv); };
+    ctx.action = [opts, &ctx] {
+      const ValidBench v = validate_bench_options(*opts);
+      return execute_command<BenchCommand>(v.report.verbosity(), v, ctx.argv);
+    };
   });
   return sub;
 }
