@@ -47,7 +47,9 @@ typedef enum dcpStatus {
                                       (a usage error, exit 2). Per-case support is declared in
                                       the table, never returned by call() */
   DCP_STATUS_INVALID_ARGUMENT = 2, /* refused the arguments (e.g. T > max_tokens); from call()
-                                      a kernel failure, since peers may already be waiting */
+                                      a kernel failure, since peers may already be waiting,
+                                      except in the capacity cases (T = max_tokens + 1), where
+                                      every rank must return it before entering the exchange */
   DCP_STATUS_CUDA_ERROR = 3,       /* a CUDA call failed: a kernel failure */
   DCP_STATUS_INTERNAL = 4          /* anything else: a kernel failure */
 } dcpStatus_t;
