@@ -44,6 +44,8 @@ struct CombineView {
   int heads;
   int head_dim;
   uint16_t* output;  // [T, H, D]
+  float* combined_lse = nullptr;  // [T, H] fp32 in the inputs' base, or null: not written
+  bool lse_base_e = false;        // the inputs' base (for combined_lse)
 };
 
 template <ElemType kOut>
@@ -123,6 +125,19 @@ __device__ void combine_rows(const CombineView& v, int first_row, int row_step, 
   for (int row = first_row; row < num_rows; row += row_step) {
     float w[kMaxDcpSize];
     row_weights<kWithMutants>(v, row, mutant, w);
+    if (v.combined_lse != nullptr && lane == 0) {
+      float l2[kMaxDcpSize];
+#pragma unroll
+      for (int s = 0; s < kMaxDcpSize; ++s) {
+        l2[s] = s < v.num_sources ? __ldcg(v.lse_src + s * v.lse_src_stride + row) : math::neg_inf();
+      }
+      bool base_e = v.lse_base_e;
+      if constexpr (kWithMutants) {
+        // The mistake: the combined LSE is left in base 2 (the receive buffers' base).
+        if (mutant == kMutantCombinedLseBase2) base_e = false;
+      }
+      v.combined_lse[row] = math::combined_lse(l2, v.num_sources, base_e);
+    }
     bool read_zero_weight = false;
     bool half_accumulation = false;
     if constexpr (kWithMutants) {

@@ -30,6 +30,7 @@ namespace math {
 
 // log2(e) rounded to fp32 (0x3FB8AA3B): base-e LSEs are multiplied by it.
 inline constexpr float kLog2e = 1.44269504088896340736f;
+inline constexpr float kLn2 = 0.69314718055994530942f;
 
 DCP_HD float neg_inf() { return -INFINITY; }
 
@@ -160,6 +161,24 @@ DCP_HD bool combine_weights(const float* l2, int n, float* w) {
     if (s < n) w[s] = w[s] / sum;
   }
   return true;
+}
+
+// The combined LSE of one row in the inputs' base: m + log2(sum_s 2^(l[s] - m))
+// in base 2, times ln 2 for base-e inputs (one fp32 multiply); -inf when
+// every source is -inf (an all-empty row). l[] sanitised as above.
+DCP_HD float combined_lse(const float* l2, int n, bool base_e) {
+  float e[kMaxDcpSize];
+  const float sum = combine_exponents(l2, n, e);
+  if (sum == 0.0f) return neg_inf();
+  float m = neg_inf();
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+  for (int s = 0; s < kMaxDcpSize; ++s) {
+    if (s < n) m = l2[s] > m ? l2[s] : m;
+  }
+  const float l = m + log2f(sum);
+  return base_e ? l * kLn2 : l;
 }
 
 // One fp32 accumulation step; sources are added in ascending order. A source

@@ -261,6 +261,8 @@ __global__ void __launch_bounds__(kCombineThreads)
   v.heads = H;
   v.head_dim = D;
   v.output = static_cast<uint16_t*>(p.output);
+  v.combined_lse = p.combined_lse;
+  v.lse_base_e = p.lse_base_e != 0;
   const int warp = threadIdx.x / 32;
   device::combine_rows<kOut, kWithMutants>(v, blockIdx.x * kWarpsPerCombineBlock + warp,
                                            gridDim.x * kWarpsPerCombineBlock, mutant);

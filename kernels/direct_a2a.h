@@ -86,6 +86,7 @@ struct DirectA2AParams {
   DirectSlotState* state;        // this slot's state (device memory)
   DirectSlotState* state_slot0;  // slot 0's state (only the shared-epoch mutant uses it)
   void* output;                  // [T, H, D] contiguous, out dtype
+  float* combined_lse;           // [T, H] fp32 in the inputs' base, or null (not written)
   WaitStatus* status;            // device pointer to mapped pinned memory, or null
   uint64_t spin_timeout_ns;      // bounded wait before trapping
 };

@@ -30,6 +30,7 @@ enum GpuMutantId : int {
   kMutantWritePastOutput = 16,
   kMutantSignedEpochOrder = 17,
   kMutantNoCapacityCheck = 18,
+  kMutantCombinedLseBase2 = 19,
 };
 
 struct GpuMutantInfo {
@@ -113,6 +114,10 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
     {kMutantNoCapacityCheck, "no-capacity-check", "sizing",
      "a call with T > max_tokens is accepted: the receive rows of the last source run into the "
      "next region (LSE, flags); only the capacity cases (T = max_tokens + 1) reach it",
+     true, ""},
+    {kMutantCombinedLseBase2, "combined-lse-base-2", "arithmetic",
+     "the combined LSE is written in base 2 (the receive buffers' base) for base-e inputs: "
+     "every output element is right; only the combined-LSE check sees it",
      true, ""},
 };
 

@@ -51,7 +51,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <numbers>
 #include <string>
 
 #include "combine_reference.h"
@@ -427,7 +429,70 @@ double element_tolerance(DType out, double want, int num_sources, double abs_sum
   return 0.5 * ulp_of(format_of(out), std::fabs(want) + e32) + e32;
 }
 
+// The combined LSE's bound. The kernel computes in fp32: each source's l2 (one
+// rounding of lse * log2 e: 0.5 ulp of |l2|), m (exact), 2^(l2 - m) (the
+// subtraction and exp2f, a few ulp, scaled by ln 2 <= 1), the sum (one
+// rounding per source), log2f(sum) (a few ulp of a value <= log2 W + 1),
+// m + log2(sum) (0.5 ulp of |want|) and, for base e, one multiply (0.5 ulp).
+// Every term is a few units of eps32 times |l2|, W or |want|, so twice the
+// sum of those scales, in eps32 = 2^-23, bounds it with room to spare.
+double combined_lse_tolerance(double want, int num_sources, double lse_magnitude) {
+  constexpr double kEps32 = 1.1920928955078125e-07;  // 2^-23
+  return kEps32 * (4.0 * lse_magnitude + 4.0 * (num_sources + 2) + 2.0 * std::fabs(want));
+}
+
+double reference_combined_lse(const CombineWeights& w, LseBase base) {
+  if (w.all_masked) return -std::numeric_limits<double>::infinity();
+  double sum = 0;
+  for (double l : w.l2) {
+    if (l > -std::numeric_limits<double>::infinity()) sum += std::exp2(l - w.max_l2);
+  }
+  const double l2 = w.max_l2 + std::log2(sum);
+  return base == LseBase::kE ? l2 * std::numbers::ln2 : l2;
+}
+
 namespace {
+
+// The combined LSE that follows the output in `got` (CheckProfile::combined_lse).
+CallCheck check_combined_lse(const Case& c, const OpGenerator& gen, int group_rank,
+                             int global_rank, int op_idx, const uint8_t* lse, int max_reported) {
+  CallCheck out;
+  const int h_count = c.geometry.heads_per_rank;
+  RowReference r;
+  for (int t = 0; t < c.num_tokens; ++t) {
+    for (int h = 0; h < h_count; ++h) {
+      float g32;
+      std::memcpy(&g32, lse + 4 * (static_cast<size_t>(t) * h_count + h), sizeof g32);
+      const double g = g32;
+      row_weights(c, gen, t, group_rank * h_count + h, r);
+      const double want = reference_combined_lse(r.weights, c.lse_base);
+      const double tol = r.weights.all_masked
+                             ? 0
+                             : combined_lse_tolerance(want, c.dcp_size, r.weights.lse_magnitude);
+      ++out.num_checked;
+      const bool ok = r.weights.all_masked ? g == want : std::fabs(g - want) <= tol;
+      if (ok) continue;
+      ++out.num_mismatches;
+      if (std::isnan(g)) ++out.num_nan;
+      if (static_cast<int>(out.first_mismatches.size()) >= max_reported) continue;
+      const double ulp = std::isfinite(want) ? ulp_of(Format::kFp32, want) : 1.0;
+      Mismatch m;
+      m.rank = global_rank;
+      m.op_idx = op_idx;
+      m.token = t;
+      m.head = h;
+      m.dim = -1;  // the combined LSE, not an output element
+      m.got = g;
+      m.want = want;
+      m.err_ulps = std::isfinite(g - want) ? std::fabs(g - want) / ulp
+                                           : std::numeric_limits<double>::infinity();
+      m.tolerance_ulps = tol / ulp;
+      m.likely_source = "the combined LSE";
+      out.first_mismatches.push_back(std::move(m));
+    }
+  }
+  return out;
+}
 
 // Rows [begin, end) of the call (row = token * H + h). Counts go to a local
 // CallCheck, not to the caller's array of them: chunks' counters side by side
@@ -516,8 +581,11 @@ CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int gl
                             const CheckProfile& profile, int max_reported) {
   const Format f = format_of(c.out_dtype);
   const int h_count = c.geometry.heads_per_rank, d_count = c.geometry.head_dim;
-  const size_t expected =
+  const size_t out_bytes =
       static_cast<size_t>(c.num_tokens) * h_count * d_count * static_cast<size_t>(format_bytes(f));
+  const size_t lse_bytes =
+      profile.combined_lse ? sizeof(float) * c.num_tokens * static_cast<size_t>(h_count) : 0;
+  const size_t expected = out_bytes + lse_bytes;
   DCP_CHECK(got.size() == expected, HarnessError,
             "output of op {} on rank {} has {} bytes, expected {} ([T={}, H={}, D={}] {})", op_idx,
             global_rank, got.size(), expected, c.num_tokens, h_count, d_count,
@@ -545,6 +613,17 @@ CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int gl
     out.num_mismatches += parts[i].num_mismatches;
     out.num_nan += parts[i].num_nan;
     for (Mismatch& m : parts[i].first_mismatches) {
+      if (static_cast<int>(out.first_mismatches.size()) >= max_reported) break;
+      out.first_mismatches.push_back(std::move(m));
+    }
+  }
+  if (lse_bytes > 0 && !profile.upstream) {
+    CallCheck l = check_combined_lse(c, gen, group_rank, global_rank, op_idx,
+                                     got.data() + out_bytes, max_reported);
+    out.num_checked += l.num_checked;
+    out.num_mismatches += l.num_mismatches;
+    out.num_nan += l.num_nan;
+    for (Mismatch& m : l.first_mismatches) {
       if (static_cast<int>(out.first_mismatches.size()) >= max_reported) break;
       out.first_mismatches.push_back(std::move(m));
     }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "case.h"
+#include "combine_reference.h"
 #include "results.h"
 
 namespace dcp {
@@ -20,6 +21,9 @@ struct CheckProfile {
   // (ThreadPool::shared). Results are identical for every N. A rank sets it
   // to checker_threads(ranks on its host).
   int num_threads = 1;
+  // The output is followed by the kernel's [T, H] fp32 combined LSE
+  // (RankBackend::emits_combined_lse), checked too (combined_lse_tolerance).
+  bool combined_lse = false;
 };
 
 struct CallCheck {
@@ -49,5 +53,10 @@ std::vector<uint8_t> rounded_reference_output(const Case& c, int group_idx, int 
 double fp32_error_bound(int num_sources, double abs_sum, double lse_magnitude);
 double element_tolerance(DType out, double want, int num_sources, double abs_sum,
                          double lse_magnitude);
+// The bound for one combined-LSE element (fp32, in the inputs' base), derived
+// in checker.cpp; an all-empty row's LSE must be exactly -inf.
+double combined_lse_tolerance(double want, int num_sources, double lse_magnitude);
+// The float64 combined LSE of one row in `base`: -inf when all sources are masked.
+double reference_combined_lse(const CombineWeights& w, LseBase base);
 
 }  // namespace dcp

@@ -68,6 +68,14 @@ struct Batch {
   std::vector<std::vector<uint8_t>>* spare_outputs = nullptr;
 };
 
+// Bytes of one call's [T, H, D] output and of its [T, H] fp32 combined LSE.
+inline size_t output_bytes(const Case& c) {
+  return size_t{2} * c.num_tokens * c.geometry.heads_per_rank * c.geometry.head_dim;
+}
+inline size_t combined_lse_bytes(const Case& c) {
+  return size_t{4} * c.num_tokens * c.geometry.heads_per_rank;
+}
+
 // `bytes` in a vector taken from `spare` when it has one (its capacity reused).
 inline std::vector<uint8_t> output_from(const uint8_t* bytes, size_t n,
                                         std::vector<std::vector<uint8_t>>* spare) {
@@ -87,6 +95,11 @@ class RankBackend {
   // True when the backend writes partial_output itself from
   // CallInputs::output_streams (the GPU: a device kernel right before the call).
   virtual bool produces_inputs() const { return false; }
+  // True when the kernel writes the combined LSE (DCP_CAP_COMBINED_LSE; the
+  // host model always): each output of run_batch is then the [T, H, D] output
+  // followed by the [T, H] fp32 combined LSE (combined_lse_bytes), poisoned
+  // with NaN before the call and guarded like the output.
+  virtual bool emits_combined_lse() const { return false; }
   // Called by every group rank between two group barriers, so the workspace is
   // quiescent: resets every slot's epoch and flags when c.epoch_start is set.
   virtual void begin_case(const Case& c) = 0;

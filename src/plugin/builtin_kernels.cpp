@@ -146,6 +146,7 @@ dcpStatus_t direct_call(void* context, const dcpCallArgs_v1* a) {
   p.state = ctx->states + a->slot;
   p.state_slot0 = ctx->states;
   p.output = a->output;
+  p.combined_lse = a->combined_lse;
   p.status = ctx->status;
   p.spin_timeout_ns = a->timeout_ns;
   if (const std::string why = validate_direct_params(p, ctx->mutant); !why.empty()) {
@@ -297,7 +298,8 @@ dcpKernelPlugin_v1_t make_direct() {
   dcpKernelPlugin_v1_t t = builtin_table("direct");
   t.epoch_kind = DCP_EPOCH_U32;
   t.capabilities =
-      DCP_CAP_GRAPH_SAFE | DCP_CAP_MASKS_EMPTY_KV | DCP_CAP_TIMEOUT_HINT | DCP_CAP_WAIT_STATUS;
+      DCP_CAP_GRAPH_SAFE | DCP_CAP_MASKS_EMPTY_KV | DCP_CAP_TIMEOUT_HINT | DCP_CAP_WAIT_STATUS |
+      DCP_CAP_COMBINED_LSE;
   t.mutants = kDirectMutants.data();
   t.num_mutants = static_cast<int32_t>(kDirectMutants.size());
   t.get_workspace = direct_get_workspace;

@@ -92,11 +92,13 @@ std::vector<std::string> failures_by_axis(const std::vector<CaseResult>& cases,
 }
 
 std::string format_mismatch(const Mismatch& m) {
+  // dim -1: the row's combined LSE (fp32 ulps), not an output element.
+  const std::string where = m.dim >= 0 ? fmt::format("dim {}", m.dim) : "combined LSE";
   std::string line = fmt::format(
-      "rank {} op {} token {} head {} dim {}: got {:.9g} want {:.9g} ({:.3g} ulps, tolerance "
+      "rank {} op {} token {} head {} {}: got {:.9g} want {:.9g} ({:.3g} ulps, tolerance "
       "{:.3g})",
-      m.rank, m.op_idx, m.token, m.head, m.dim, m.got, m.want, m.err_ulps, m.tolerance_ulps);
-  if (!m.likely_source.empty()) line += "; likely " + m.likely_source;
+      m.rank, m.op_idx, m.token, m.head, where, m.got, m.want, m.err_ulps, m.tolerance_ulps);
+  if (!m.likely_source.empty() && m.dim >= 0) line += "; likely " + m.likely_source;
   return line;
 }
 

@@ -155,7 +155,11 @@ class CheckPipeline {
       if (ctx_.progress) ctx_.progress(pending_->ops[i]);
     }
     if (ctx_.outputs != nullptr) {
-      for (auto& out : pending_->outputs) ctx_.outputs->push_back(std::move(out));
+      // Only the [T, H, D] output: what two implementations must agree on.
+      for (auto& out : pending_->outputs) {
+        out.resize(std::min(out.size(), output_bytes(c_)));
+        ctx_.outputs->push_back(std::move(out));
+      }
     } else if (ctx_.spare_outputs != nullptr) {
       for (auto& out : pending_->outputs) {
         if (ctx_.spare_outputs->size() < kMaxSpareOutputs) ctx_.spare_outputs->push_back(std::move(out));
@@ -274,7 +278,10 @@ uint64_t fnv1a(uint64_t hash, const std::vector<uint8_t>& bytes) {
   return hash;
 }
 
-RankCaseResult run_case_on_rank(const Case& c, RankBackend& backend, const CaseRunContext& ctx) {
+RankCaseResult run_case_on_rank(const Case& c, RankBackend& backend,
+                                const CaseRunContext& context) {
+  CaseRunContext ctx = context;
+  ctx.profile.combined_lse = backend.emits_combined_lse();
   RankCaseResult result;
   result.case_id = format_case_id(c);
   result.rank = ctx.backend_config->global_rank;

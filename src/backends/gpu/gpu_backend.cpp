@@ -57,13 +57,15 @@ struct CallShape {
   size_t in_out_bytes = 0;
   size_t in_lse_bytes = 0;
   size_t output_bytes = 0;
+  size_t lse_out_bytes = 0;  // the combined LSE, when the kernel writes it (else 0)
 };
 
 struct CallBuffers {  // device side of one call
   DeviceBuffer partial_output, partial_lse, seq_lens, query_start_loc, output, token_normal;
 };
-// The output buffer is [guard | output | guard] (guard_zone.h); `guards`
-// receives both guards after the call.
+// The output buffer is [guard | output | guard] (guard_zone.h), followed by
+// [combined LSE | guard] when the kernel writes it; `guards` receives every
+// guard after the call, and `output` the output then the combined LSE.
 struct CallStaging {  // host side of one call
   PinnedBuffer partial_output, partial_lse, seq_lens, query_start_loc, output, token_normal, guards;
 };
@@ -101,6 +103,9 @@ class GpuBackend final : public RankBackend {
 
   std::string name() const override { return "gpu"; }
   bool produces_inputs() const override { return true; }
+  bool emits_combined_lse() const override {
+    return cfg_.kernel->info().has(DCP_CAP_COMBINED_LSE);
+  }
   void begin_case(const Case& c) override;
   std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) override;
   std::vector<double> bench(const Case& c, const Batch& batch, const BenchTiming& timing,
@@ -127,6 +132,10 @@ class GpuBackend final : public RankBackend {
   std::string status_text() const;
   uint8_t* output_of(const CallBuffers& b) const {
     return static_cast<uint8_t*>(b.output.data()) + guard_;
+  }
+  // The combined LSE: right after the output's second guard.
+  uint8_t* lse_of(const CallShape& sh, const CallBuffers& b) const {
+    return output_of(b) + sh.output_bytes + guard_;
   }
   void check_guards(const CallInputs& in, const CallStaging& st,
                     std::vector<std::string>* out) const;
@@ -350,7 +359,8 @@ CallShape GpuBackend::shape_of(const Case& c, const Batch& batch) const {
   sh.base_e = c.lse_base == LseBase::kE;
   sh.in_out_bytes = size_t{2} * c.num_tokens * sh.out_stride;
   sh.in_lse_bytes = elem_bytes(c.lse_dtype) * c.num_tokens * sh.lse_stride;
-  sh.output_bytes = size_t{2} * c.num_tokens * g.heads_per_rank * g.head_dim;
+  sh.output_bytes = output_bytes(c);
+  sh.lse_out_bytes = emits_combined_lse() ? combined_lse_bytes(c) : 0;
   const bool masked = !batch.calls.empty() && !batch.calls.front().seq_lens.empty();
   int max_seqs = 0;
   for (const CallInputs& in : batch.calls) {
@@ -371,15 +381,16 @@ void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) co
   b.partial_lse.ensure(sh.in_lse_bytes, rank);
   b.seq_lens.ensure(seq_bytes, rank);
   b.query_start_loc.ensure(seq_bytes, rank);
-  b.output.ensure(sh.output_bytes + 2 * guard_, rank);
+  b.output.ensure(sh.output_bytes + 2 * guard_ + (sh.lse_out_bytes > 0 ? sh.lse_out_bytes + guard_ : 0),
+                 rank);
   b.token_normal.ensure(sh.num_tokens, rank);
-  st.guards.ensure(2 * guard_, rank);
+  st.guards.ensure(3 * guard_, rank);
   st.token_normal.ensure(sh.num_tokens, rank);
   st.partial_output.ensure(sh.in_out_bytes, rank);
   st.partial_lse.ensure(sh.in_lse_bytes, rank);
   st.seq_lens.ensure(seq_bytes, rank);
   st.query_start_loc.ensure(seq_bytes, rank);
-  st.output.ensure(sh.output_bytes, rank);
+  st.output.ensure(sh.output_bytes + sh.lse_out_bytes, rank);
 }
 
 // Copies one call's inputs into pinned staging. Sequences are padded to
@@ -437,6 +448,7 @@ OpLaunch GpuBackend::make_launch(const CallShape& sh, int slot, const CallBuffer
     op.num_seqs = sh.num_seq_slots;
   }
   op.output = output_of(b);
+  if (sh.lse_out_bytes > 0) op.combined_lse = reinterpret_cast<float*>(lse_of(sh, b));
   op.timeout_ns = static_cast<uint64_t>(std::max(1e-3, cfg_.spin_timeout_s) * 1e9);
   return op;
 }
@@ -480,6 +492,11 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
   check(cudaMemsetAsync(out, 0xFF, sh.output_bytes, s), "poison output", false);
   check(cudaMemsetAsync(out - guard_, kGuardCanary, guard_, s), "fill guard", false);
   check(cudaMemsetAsync(out + sh.output_bytes, kGuardCanary, guard_, s), "fill guard", false);
+  uint8_t* lse = lse_of(sh, b);
+  if (sh.lse_out_bytes > 0) {
+    check(cudaMemsetAsync(lse, 0xFF, sh.lse_out_bytes, s), "poison combined LSE", false);
+    check(cudaMemsetAsync(lse + sh.lse_out_bytes, kGuardCanary, guard_, s), "fill guard", false);
+  }
   check(launch_delay(in.skew_ns, s), "skew delay", false);
   if (graph != nullptr) {
     check(cudaGraphLaunch(graph, s), "graph replay", true);
@@ -493,6 +510,14 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
         false);
   check(cudaMemcpyAsync(guards + guard_, out + sh.output_bytes, guard_, cudaMemcpyDeviceToHost, s),
         "copy guard out", false);
+  if (sh.lse_out_bytes > 0) {
+    check(cudaMemcpyAsync(static_cast<uint8_t*>(st.output.data()) + sh.output_bytes, lse,
+                          sh.lse_out_bytes, cudaMemcpyDeviceToHost, s),
+          "copy combined LSE out", false);
+    check(cudaMemcpyAsync(guards + 2 * guard_, lse + sh.lse_out_bytes, guard_,
+                          cudaMemcpyDeviceToHost, s),
+          "copy guard out", false);
+  }
 }
 
 void GpuBackend::capture(SlotGraph& g, const OpLaunch& op, cudaStream_t s) {
@@ -543,8 +568,8 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
   PhaseTimes& phases = batch.phases != nullptr ? *batch.phases : unused;
   auto collect = [&](const CallStaging& st, const CallInputs& in) {
     PhaseClock clock;
-    outputs.push_back(output_from(static_cast<const uint8_t*>(st.output.data()), sh.output_bytes,
-                                  batch.spare_outputs));
+    outputs.push_back(output_from(static_cast<const uint8_t*>(st.output.data()),
+                                  sh.output_bytes + sh.lse_out_bytes, batch.spare_outputs));
     check_guards(in, st, batch.out_of_bounds);
     clock.lap(phases.collect_ms);
   };
@@ -602,7 +627,10 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
 void GpuBackend::check_guards(const CallInputs& in, const CallStaging& st,
                               std::vector<std::string>* out) const {
   const auto* g = static_cast<const uint8_t*>(st.guards.data());
-  const std::string damage = describe_guard_damage("output", g, g + guard_, guard_);
+  std::string damage = describe_guard_damage("output", g, g + guard_, guard_);
+  if (damage.empty() && emits_combined_lse()) {
+    damage = describe_guard_damage("combined_lse", nullptr, g + 2 * guard_, guard_);
+  }
   if (!damage.empty() && out != nullptr) out->push_back(fmt::format("call {}: {}", in.op_idx, damage));
 }
 

@@ -122,6 +122,7 @@ class HostBackend final : public RankBackend {
  public:
   HostBackend(const BackendConfig& config, Rendezvous& rendezvous);
   std::string name() const override { return "host"; }
+  bool emits_combined_lse() const override { return true; }  // as the built-in kernel does
   void begin_case(const Case& c) override;
   std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) override;
 
@@ -245,7 +246,7 @@ std::vector<std::vector<uint8_t>> HostBackend::run_batch(const Case& c, const Ba
       DCP_THROW(KernelRefusal, "host model: T={} is over the workspace's max_tokens={}",
                 c.num_tokens, config_.geometry.max_tokens);
     }
-    const size_t bytes = static_cast<size_t>(c.num_tokens) * layout_.heads * layout_.dim * 2;
+    const size_t bytes = output_bytes(c) + combined_lse_bytes(c);
     return std::vector<std::vector<uint8_t>>(batch.calls.size(),
                                              std::vector<uint8_t>(bytes, 0xFF));
   }
@@ -287,8 +288,8 @@ void HostBackend::run_call(const Case& c, const CallInputs& call, const SameSlot
   DCP_CHECK(slot >= 0 && slot < c.num_slots, HarnessError, "call on slot {} of {}", slot,
             c.num_slots);
   if (call.skew_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(call.skew_ns));
-  // Poison: all-ones is a NaN in fp16 and bf16, so an unwritten element fails.
-  out.assign(static_cast<size_t>(c.num_tokens) * layout_.heads * layout_.dim * 2, 0xFF);
+  // Poison: all-ones is a NaN in fp16, bf16 and fp32, so an unwritten element fails.
+  out.assign(output_bytes(c) + combined_lse_bytes(c), 0xFF);
   const uint32_t epoch = ++own_epochs()[slot];
   // Two parities: a rank cannot reuse a half before every peer has finished
   // reading it (it needs their next-epoch flags, sent only after their combine).
@@ -451,7 +452,8 @@ void HostBackend::combine(const Case& c, int slot, int parity, std::vector<uint8
   const float* lse = lse_of(me_);
   const uint16_t* recv = out_of(me_);
   auto* dst = reinterpret_cast<uint16_t*>(out.data());
-  float lses[kHostMaxRanks];
+  const size_t out_bytes = output_bytes(c);
+  float lses[kMaxDcpSize];
   const uint16_t* rows[kHostMaxRanks];
   for (int t = 0; t < c.num_tokens; ++t) {
     for (int h = 0; h < h_count; ++h) {
@@ -466,6 +468,13 @@ void HostBackend::combine(const Case& c, int slot, int parity, std::vector<uint8
       } else {
         host_combine_row<ElemType::kFp16>(w, lses, rows, d_count, o);
       }
+      // The combined LSE after the output (emits_combined_lse), in the inputs'
+      // base; its mutant leaves it in base 2.
+      const bool base_e =
+          c.lse_base == LseBase::kE && config_.mutant != kHostMutantCombinedLseBase2;
+      const float l = math::combined_lse(lses, w, base_e);
+      std::memcpy(out.data() + out_bytes + sizeof(float) * (static_cast<size_t>(t) * h_count + h),
+                  &l, sizeof l);
     }
   }
 }

@@ -290,6 +290,31 @@ TEST_CASE("a capacity case passes only when every rank refuses it") {
   }
 }
 
+// The combined LSE follows the output and is checked against float64: all-empty
+// rows (emptyall) must be exactly -inf, and a base-2 LSE for base-e inputs is
+// caught there although every output element is right.
+TEST_CASE("the combined LSE is checked, -inf rows included, and its mutant is caught only there") {
+  Case c = base_case(2);
+  c.lse_base = LseBase::kE;
+  c.empty = EmptyPattern::kAll;
+  c.num_tokens = 9;
+  c.num_calls = 2;
+  require_all_passed(run_group(2, {c}, kHostMutantNone, 10.0));
+  const auto results = run_group(2, {c}, kHostMutantCombinedLseBase2, 10.0);
+  for (const RankCaseResult& r : results[0]) {
+    CHECK_FALSE(r.passed);
+    CHECK(r.failure == FailureKind::kMismatch);
+    REQUIRE_FALSE(r.first_mismatches.empty());
+    CHECK(r.first_mismatches.front().dim == -1);  // the combined LSE, not an output element
+  }
+  const int64_t lse_rows = int64_t{c.num_calls} * c.num_tokens * c.geometry.heads_per_rank;
+  const int64_t out_elems = lse_rows * c.geometry.head_dim;
+  CHECK(results[0][0].num_checked == out_elems + lse_rows);
+  CHECK(results[0][0].num_mismatches <= lse_rows);  // the outputs are all right
+  c.lse_base = LseBase::k2;  // base 2: the mutant changes nothing
+  require_all_passed(run_group(2, {c}, kHostMutantCombinedLseBase2, 10.0));
+}
+
 TEST_CASE("the no-base-conversion mutant fails every base-e case") {
   Case c = base_case(2);
   c.lse_base = LseBase::kE;

@@ -20,6 +20,7 @@ enum HostMutantId : int {
   kHostMutantStaleWait = 4,         // the wait accepts any nonzero flag instead of this epoch
   kHostMutantSignedEpochOrder = 5,  // the wait accepts (int32)flag >= (int32)epoch
   kHostMutantNoCapacityCheck = 6,   // a call with T > max_tokens is accepted, not refused
+  kHostMutantCombinedLseBase2 = 7,  // the combined LSE is left in base 2 for base-e inputs
 };
 
 struct HostMutantInfo {
@@ -44,6 +45,9 @@ inline constexpr HostMutantInfo kHostMutants[] = {
     {kHostMutantNoCapacityCheck, "no-capacity-check", "sizing",
      "a call with T = max_tokens + 1 is accepted instead of refused (only the capacity cases "
      "reach it)"},
+    {kHostMutantCombinedLseBase2, "combined-lse-base-2", "arithmetic",
+     "the combined LSE is left in base 2 for base-e inputs (every output element is right; "
+     "only the combined-LSE check sees it)"},
 };
 
 }  // namespace dcp

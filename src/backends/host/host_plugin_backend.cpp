@@ -39,6 +39,9 @@ class HostPluginBackend final : public RankBackend {
   ~HostPluginBackend() override { instance_.reset(); }  // finalize before unmapping
 
   std::string name() const override { return "host"; }
+  bool emits_combined_lse() const override {
+    return config_.kernel->info().has(DCP_CAP_COMBINED_LSE);
+  }
   void begin_case(const Case& c) override;
   std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) override;
 
@@ -166,14 +169,29 @@ std::vector<std::vector<uint8_t>> HostPluginBackend::run_batch(const Case& c, co
       a.num_seqs = static_cast<int32_t>(in.seq_lens.size());
     }
     a.output = out;
+    // [guard | combined LSE | guard], poisoned, when the plugin writes it.
+    const bool with_lse = emits_combined_lse();
+    const size_t lse_bytes = with_lse ? combined_lse_bytes(c) : 0;
+    std::vector<uint8_t> guarded_lse(with_lse ? lse_bytes + 2 * guard : 0, kGuardCanary);
+    if (with_lse) {
+      std::memset(guarded_lse.data() + guard, 0xFF, lse_bytes);
+      a.combined_lse = reinterpret_cast<float*>(guarded_lse.data() + guard);
+    }
     a.timeout_ns = static_cast<uint64_t>(std::max(1e-3, config_.spin_timeout_s) * 1e9);
     instance_->call(a, fmt::format("call {}", in.op_idx).c_str());
-    const std::string damage =
-        describe_guard_damage("output", guarded.data(), out + output_bytes, guard);
+    std::string damage = describe_guard_damage("output", guarded.data(), out + output_bytes, guard);
+    if (damage.empty() && with_lse) {
+      damage = describe_guard_damage("combined_lse", guarded_lse.data(),
+                                     guarded_lse.data() + guard + lse_bytes, guard);
+    }
     if (!damage.empty() && batch.out_of_bounds != nullptr) {
       batch.out_of_bounds->push_back(fmt::format("call {}: {}", in.op_idx, damage));
     }
     outputs.emplace_back(out, out + output_bytes);
+    if (with_lse) {
+      outputs.back().insert(outputs.back().end(), guarded_lse.begin() + guard,
+                            guarded_lse.begin() + guard + lse_bytes);
+    }
   }
   // Peers write into this rank's payload regions: their tails after the batch.
   for (const HostRegion& r : regions_) {
