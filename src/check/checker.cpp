@@ -453,45 +453,33 @@ double reference_combined_lse(const CombineWeights& w, LseBase base) {
 
 namespace {
 
-// The combined LSE that follows the output in `got` (CheckProfile::combined_lse).
-CallCheck check_combined_lse(const Case& c, const OpGenerator& gen, int group_rank,
-                             int global_rank, int op_idx, const uint8_t* lse, int max_reported) {
-  CallCheck out;
-  const int h_count = c.geometry.heads_per_rank;
-  RowReference r;
-  for (int t = 0; t < c.num_tokens; ++t) {
-    for (int h = 0; h < h_count; ++h) {
-      float g32;
-      std::memcpy(&g32, lse + 4 * (static_cast<size_t>(t) * h_count + h), sizeof g32);
-      const double g = g32;
-      row_weights(c, gen, t, group_rank * h_count + h, r);
-      const double want = reference_combined_lse(r.weights, c.lse_base);
-      const double tol = r.weights.all_masked
-                             ? 0
-                             : combined_lse_tolerance(want, c.dcp_size, r.weights.lse_magnitude);
-      ++out.num_checked;
-      const bool ok = r.weights.all_masked ? g == want : std::fabs(g - want) <= tol;
-      if (ok) continue;
-      ++out.num_mismatches;
-      if (std::isnan(g)) ++out.num_nan;
-      if (static_cast<int>(out.first_mismatches.size()) >= max_reported) continue;
-      const double ulp = std::isfinite(want) ? ulp_of(Format::kFp32, want) : 1.0;
-      Mismatch m;
-      m.rank = global_rank;
-      m.op_idx = op_idx;
-      m.token = t;
-      m.head = h;
-      m.dim = -1;  // the combined LSE, not an output element
-      m.got = g;
-      m.want = want;
-      m.err_ulps = std::isfinite(g - want) ? std::fabs(g - want) / ulp
-                                           : std::numeric_limits<double>::infinity();
-      m.tolerance_ulps = tol / ulp;
-      m.likely_source = "the combined LSE";
-      out.first_mismatches.push_back(std::move(m));
-    }
-  }
-  return out;
+// One row's combined LSE (CheckProfile::combined_lse), given the row's weights.
+void check_lse_of_row(const Case& c, const CombineWeights& w, int global_rank, int op_idx, int t,
+                      int h, const uint8_t* lse, int max_reported, CallCheck& out) {
+  float g32;
+  std::memcpy(&g32, lse + sizeof(float) * (static_cast<size_t>(t) * c.geometry.heads_per_rank + h),
+              sizeof g32);
+  const double g = g32;
+  const double want = reference_combined_lse(w, c.lse_base);
+  const double tol = w.all_masked ? 0 : combined_lse_tolerance(want, c.dcp_size, w.lse_magnitude);
+  ++out.num_checked;
+  if (w.all_masked ? g == want : std::fabs(g - want) <= tol) return;
+  ++out.num_mismatches;
+  if (std::isnan(g)) ++out.num_nan;
+  if (static_cast<int>(out.first_mismatches.size()) >= max_reported) return;
+  const double ulp = std::isfinite(want) ? ulp_of(Format::kFp32, want) : 1.0;
+  Mismatch m;
+  m.rank = global_rank;
+  m.op_idx = op_idx;
+  m.token = t;
+  m.head = h;
+  m.dim = -1;  // the combined LSE, not an output element
+  m.got = g;
+  m.want = want;
+  m.err_ulps = std::isfinite(g - want) ? std::fabs(g - want) / ulp
+                                       : std::numeric_limits<double>::infinity();
+  m.tolerance_ulps = tol / ulp;
+  out.first_mismatches.push_back(std::move(m));
 }
 
 // Rows [begin, end) of the call (row = token * H + h). Counts go to a local
@@ -504,6 +492,7 @@ CallCheck check_rows(const Case& c, const OpGenerator& gen, int group_rank, int 
   const Format f = format_of(c.out_dtype);
   const int h_count = c.geometry.heads_per_rank, d_count = c.geometry.head_dim;
   const auto elem_bytes = static_cast<size_t>(format_bytes(f));
+  const size_t lse_offset = static_cast<size_t>(c.num_tokens) * h_count * d_count * elem_bytes;
   RowReference r;
   FusedRow fused;
   for (int64_t row = begin; row < end; ++row) {
@@ -512,6 +501,10 @@ CallCheck check_rows(const Case& c, const OpGenerator& gen, int group_rank, int 
     const size_t base = (static_cast<size_t>(t) * h_count + h) * d_count;
     const uint8_t* got_row = got.data() + base * elem_bytes;
     row_weights(c, gen, t, head, r);
+    if (profile.combined_lse && !profile.upstream) {
+      check_lse_of_row(c, r.weights, global_rank, op_idx, t, h, got.data() + lse_offset,
+                       max_reported, out);
+    }
     const double bound_scale = 4.0 * c.dcp_size + 16 + 9 * r.weights.lse_magnitude;
     bool judged = false;  // a fused test already failed: some element is wrong
     if (!profile.upstream && fused_sources(c, gen, t, head, r.weights, fused)) {
@@ -613,17 +606,6 @@ CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int gl
     out.num_mismatches += parts[i].num_mismatches;
     out.num_nan += parts[i].num_nan;
     for (Mismatch& m : parts[i].first_mismatches) {
-      if (static_cast<int>(out.first_mismatches.size()) >= max_reported) break;
-      out.first_mismatches.push_back(std::move(m));
-    }
-  }
-  if (lse_bytes > 0 && !profile.upstream) {
-    CallCheck l = check_combined_lse(c, gen, group_rank, global_rank, op_idx,
-                                     got.data() + out_bytes, max_reported);
-    out.num_checked += l.num_checked;
-    out.num_mismatches += l.num_mismatches;
-    out.num_nan += l.num_nan;
-    for (Mismatch& m : l.first_mismatches) {
       if (static_cast<int>(out.first_mismatches.size()) >= max_reported) break;
       out.first_mismatches.push_back(std::move(m));
     }
