@@ -122,12 +122,8 @@ DCP_HD float lse_to_base2(float raw, bool base_e) {
   return (l < INFINITY) ? l : neg_inf();
 }
 
-// Unnormalised weights e[s] = 2^(l[s] - m), m = max l, for n <= kMaxDcpSize
-// sources. Returns their sum, or 0 when every l is -inf (then every e[s] is 0).
-// l[] must already be sanitised (lse_to_base2), so it holds no NaN; a -inf
-// source gets exactly 0. Loops run to the compile-time bound so the device
-// keeps both arrays in registers; entries >= n are neither read nor written.
-DCP_HD float combine_exponents(const float* l2, int n, float* e) {
+// m = max of the first n entries of l2 (-inf when n == 0 or all are -inf).
+DCP_HD float max_lse(const float* l2, int n) {
   float m = neg_inf();
 #ifdef __CUDA_ARCH__
 #pragma unroll
@@ -135,6 +131,16 @@ DCP_HD float combine_exponents(const float* l2, int n, float* e) {
   for (int s = 0; s < kMaxDcpSize; ++s) {
     if (s < n) m = l2[s] > m ? l2[s] : m;
   }
+  return m;
+}
+
+// Unnormalised weights e[s] = 2^(l[s] - m), m = max l, for n <= kMaxDcpSize
+// sources. Returns their sum, or 0 when every l is -inf (then every e[s] is 0).
+// l[] must already be sanitised (lse_to_base2), so it holds no NaN; a -inf
+// source gets exactly 0. Loops run to the compile-time bound so the device
+// keeps both arrays in registers; entries >= n are neither read nor written.
+DCP_HD float combine_exponents(const float* l2, int n, float* e) {
+  const float m = max_lse(l2, n);
   const bool any = m > neg_inf();
   float sum = 0.0f;
 #ifdef __CUDA_ARCH__
@@ -170,14 +176,7 @@ DCP_HD float combined_lse(const float* l2, int n, bool base_e) {
   float e[kMaxDcpSize];
   const float sum = combine_exponents(l2, n, e);
   if (sum == 0.0f) return neg_inf();
-  float m = neg_inf();
-#ifdef __CUDA_ARCH__
-#pragma unroll
-#endif
-  for (int s = 0; s < kMaxDcpSize; ++s) {
-    if (s < n) m = l2[s] > m ? l2[s] : m;
-  }
-  const float l = m + log2f(sum);
+  const float l = max_lse(l2, n) + log2f(sum);
   return base_e ? l * kLn2 : l;
 }
 
