@@ -79,6 +79,7 @@ CASES=(
   "repeat|replay w2-$ID --backend host --repeat 0"
   "world|list --world 1"
   "geometries|list --geometries --suites"
+  "families|list --families --suites"
   "geometry|list --geometry nosuch"
 )
 
@@ -117,6 +118,13 @@ for args in "--help" "run --help" "list --help" "replay --help" "--version"; do
   fi
 done
 grep -q "Exit codes" <("$BIN" --help) || { echo "FAIL: --help lists no exit codes"; failures=$((failures + 1)); }
+# The families, with their counts: the default suite has 2 capacity cases per group size.
+families=$("$BIN" list --world 4 --geometry tiny --families)
+for f in capacity epoch-2^31 epoch-2^32 guard-zones; do
+  grep -q "^$f " <<<"$families" || { echo "FAIL: list --families lacks $f"; failures=$((failures + 1)); }
+done
+grep -Eq '^capacity +4 of ' <<<"$families" ||
+  { echo "FAIL: list --families: want 4 capacity cases at world 4: $families"; failures=$((failures + 1)); }
 grep -q -- "--inject-fault" <("$BIN" run --help) && { echo "FAIL: --inject-fault is not hidden"; failures=$((failures + 1)); }
 
 echo "${#CASES[@]} malformed invocations, $failures failures"
