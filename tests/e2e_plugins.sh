@@ -127,6 +127,12 @@ expect 1 "init fails on group rank 1 only" -- "${HOST[@]}" --kernel "$(lib _init
 ((SECONDS - start < 20)) || fail "init failure took $((SECONDS - start)) s (a rank waited alone?)"
 grep -q 'injected init failure on group rank 1' "$WORK/err" || fail "the failing rank's message is not shown"
 
+# Init arrives 3 s late on one rank: the others wait for it (no deadline
+# fires, no rank calls alone), and every case passes.
+start=$SECONDS
+expect 0 "init 3 s late on group rank 1" -- "${HOST[@]}" --kernel "$(lib _init_late)" --suite smoke
+((SECONDS - start >= 3)) || fail "the late init did not delay the run ($((SECONDS - start)) s): was it injected?"
+
 # A crash inside the plugin's call: the kernel's failure, named as such.
 expect 1 "a plugin that crashes in a call" -- "${HOST[@]}" --kernel "$(lib _crash)"
 grep -q "killed by signal 11 (SIGSEGV) inside kernel 'dcp-host-plugin-crash'" "$WORK/out" ||

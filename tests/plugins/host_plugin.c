@@ -26,6 +26,8 @@
  *   DCP_TEST_FP16_ONLY        declares fp16 output only (bf16 cases are skipped)
  *   DCP_TEST_INIT_FAILS_RANK=R init fails with DCP_STATUS_INTERNAL on group rank
  *                             R only, before the allgather
+ *   DCP_TEST_INIT_LATE_RANK=R init on group rank R first sleeps 3 s (a rank that
+ *                             arrives late: the others must wait, then pass)
  *   DCP_TEST_CRASH_IN_CALL    SIGSEGV inside call() on group rank 0's third call
  *   DCP_TEST_HUGE_REGION      get_workspace asks for a (1 << 50)-byte region
  *   DCP_TEST_WRONG_ABI        exports abi_version 99
@@ -57,6 +59,7 @@
 /* ------------------------------------------------------------------------ */
 
 #if defined(DCP_TEST_FP16_ONLY) + defined(DCP_TEST_INIT_FAILS_RANK) + \
+        defined(DCP_TEST_INIT_LATE_RANK) + \
         defined(DCP_TEST_CRASH_IN_CALL) + defined(DCP_TEST_HUGE_REGION) + \
         defined(DCP_TEST_WRONG_ABI) + defined(DCP_TEST_NO_SYMBOL) + defined(DCP_TEST_BAD_SHAPE) + \
         defined(DCP_TEST_WRITE_PAST_OUTPUT) > 1
@@ -72,6 +75,10 @@
 
 #if defined(DCP_TEST_INIT_FAILS_RANK)
 #define HP_VARIANT "-init-fails"
+#endif
+
+#if defined(DCP_TEST_INIT_LATE_RANK)
+#define HP_VARIANT "-init-late"
 #endif
 
 #if defined(DCP_TEST_CRASH_IN_CALL)
@@ -410,6 +417,14 @@ static dcpStatus_t hp_init(const dcpGroupConfig_v1* config, const dcpRegion_v1* 
   if (config->group_rank == (DCP_TEST_INIT_FAILS_RANK)) {
     return fail(NULL, DCP_STATUS_INTERNAL, "injected init failure on group rank %d",
                 config->group_rank);
+  }
+#endif
+#if defined(DCP_TEST_INIT_LATE_RANK)
+  /* The injected fault is the delay itself (before the allgather): the
+   * peers wait in it, and the run must pass. */
+  if (config->group_rank == (DCP_TEST_INIT_LATE_RANK)) {
+    const struct timespec late = {3, 0};
+    nanosleep(&late, NULL);
   }
 #endif
   if (services == NULL || !HP_HAS_FIELD(services, dcpHostServices_v1, log) ||
