@@ -22,6 +22,10 @@ const std::vector<CaseFamily>& case_families() {
        "u32 epochs compared by order across the wrap, u64 flags truncated to 32 bits "
        "(stale-epoch-accepted)",
        [](const Case& c) { return epoch_below(c, uint64_t{1} << 32); }},
+      {"combined-lse",
+       "every case of a kernel that declares combined-lse: its [T, H] LSE is checked too",
+       "a combined LSE in the wrong base or not -inf for empty rows (combined-lse-base-2)",
+       [](const Case&) { return true; }},
       {"guard-zones", "every case: canaries before and after the output and after every payload region",
        "a write out of bounds that hits no live buffer (write-past-output)",
        [](const Case&) { return true; }},

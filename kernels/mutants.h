@@ -44,6 +44,9 @@ struct GpuMutantInfo {
   // time-sliced (where it is caught only when a slice happens to end mid-call).
   bool needs_concurrent_ranks = false;
   int min_sources = 2;  // the smallest DCP group that can expose it
+  // The case family (cases/families.h) that exists to catch it, or "" when
+  // the suites' ordinary axes do.
+  std::string_view family = "";
 };
 
 inline constexpr GpuMutantInfo kGpuMutants[] = {
@@ -105,20 +108,20 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "the combine's row bound is off by one: the last row is stored again one row further, D "
      "elements past the end of the output (every element of the output is right; only a "
      "guard zone sees it)",
-     true, ""},
+     true, "", false, 2, "guard-zones"},
     {kMutantSignedEpochOrder, "signed-epoch-order", "protocol",
      "the wait accepts (int32)flag >= (int32)epoch (counters kept as int, compared by order): "
      "once the epoch passes 2^31 it is negative, the previous use's positive flag satisfies it "
      "and stale payloads are combined; only the cases starting just below 2^31 reach it",
-     true, ""},
+     true, "", false, 2, "epoch-2^31"},
     {kMutantNoCapacityCheck, "no-capacity-check", "sizing",
      "a call with T > max_tokens is accepted: the receive rows of the last source run into the "
      "next region (LSE, flags); only the capacity cases (T = max_tokens + 1) reach it",
-     true, ""},
+     true, "", false, 2, "capacity"},
     {kMutantCombinedLseBase2, "combined-lse-base-2", "arithmetic",
      "the combined LSE is written in base 2 (the receive buffers' base) for base-e inputs: "
      "every output element is right; only the combined-LSE check sees it",
-     true, ""},
+     true, "", false, 2, "combined-lse"},
 };
 
 inline const GpuMutantInfo* find_gpu_mutant(int id) {

@@ -215,15 +215,17 @@ std::vector<MutantInfo> mutants_for(const SessionConfig& config) {
     // The host model runs each rank on its own CPU process: nothing is hidden by
     // a shared device, so every host mutant must be caught.
     for (const auto& m : kHostMutants) {
-      out.push_back(
-          {m.id, std::string(m.name), std::string(m.kind), std::string(m.description), true, ""});
+      MutantInfo info{m.id, std::string(m.name), std::string(m.kind), std::string(m.description),
+                      true, ""};
+      info.family = m.family;
+      out.push_back(std::move(info));
     }
     return out;
   }
   for (const auto& m : kGpuMutants) {
     out.push_back({m.id, std::string(m.name), std::string(m.kind), std::string(m.description),
                    m.catchable_on_shared_gpu, std::string(m.uncatchable_reason),
-                   m.needs_concurrent_ranks, m.min_sources});
+                   m.needs_concurrent_ranks, m.min_sources, std::string(m.family)});
   }
   return out;
 }
@@ -403,6 +405,7 @@ void run_selftest(const SelftestPlan& plan, const SessionFactory& factory, Selft
 
 namespace {
 
+
 std::string caught_cell(const ProfileOutcome& p) {
   if (p.num_run == p.num_cases) return fmt::format("{}/{}", p.num_caught, p.num_run);
   return fmt::format("{}/{} (of {})", p.num_caught, p.num_run, p.num_cases);
@@ -484,12 +487,15 @@ std::string format_selftest_table(const SelftestReport& report, const std::strin
       report.correct.elapsed_s +
           (report.correct_upstream ? report.correct_upstream->elapsed_s : 0.0));
   std::vector<std::vector<std::string>> rows = {
-      {"mutant", "kind", "detected", "how", "first case", "#cases caught", "upstream", "note"}};
+      {"mutant", "kind", "detected", "how", "family", "first case", "#cases caught", "upstream",
+       "note"}};
   for (const auto& m : report.mutants) {
     const bool det = m.strict.detected;
     rows.push_back({m.mutant.name, m.mutant.kind, detected_cell(m.verdict),
                     det ? std::string(to_string(m.strict.how)) : "-",
-                    det ? m.strict.first_case : "-", caught_cell(m.strict),
+                    m.mutant.family.empty() ? "-" : m.mutant.family,
+                    det ? m.strict.first_case : "-",
+                    caught_cell(m.strict),
                     upstream_cell(m.upstream), m.note});
   }
   if (!report.mutants.empty()) out += render_table(rows);
@@ -569,6 +575,7 @@ void to_json(nlohmann::json& j, const SelftestReport& r) {
                         {"name", m.mutant.name},
                         {"kind", m.mutant.kind},
                         {"description", m.mutant.description},
+                        {"family", m.mutant.family},
                         {"catchable_here", m.catchable_here},
                         {"verdict", to_string(m.verdict)},
                         {"note", m.note},

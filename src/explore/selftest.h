@@ -41,6 +41,7 @@ struct MutantInfo {
   std::string uncatchable_reason;       // why, when the flag is false
   bool needs_concurrent_ranks = false;  // ranks sharing a GPU must run at once (MPS)
   int min_sources = 2;                  // the smallest DCP group that can expose it
+  std::string family;                   // the case family that exists to catch it ("" none)
 };
 
 // The mutants of the session's kernel, in table order (ids > 0): the host

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "errors.h"
+#include "families.h"
 
 namespace dcp {
 namespace {
@@ -425,6 +426,21 @@ TEST_CASE("the mutant tables: ids > 0, unique names, reasons for every uncatchab
     if (m.name == "signal-before-payload") CHECK(m.needs_concurrent_ranks);
     if (m.name == "unnormalised-with-neg-inf") CHECK(m.min_sources == 3);
   }
+  // Each family a mutant names is a real one (cases/families.h), on both tables.
+  SessionConfig host_model;
+  host_model.backend = BackendKind::kHost;
+  int with_family = 0;
+  for (const SessionConfig& config : {builtin, host_model}) {
+    for (const MutantInfo& m : mutants_for(config)) {
+      if (m.family.empty()) continue;
+      ++with_family;
+      const auto& all = case_families();
+      CHECK_MESSAGE(std::any_of(all.begin(), all.end(),
+                                [&](const CaseFamily& f) { return f.name == m.family; }),
+                    m.name);
+    }
+  }
+  CHECK(with_family >= 7);  // GPU: guards, 2^31, capacity, LSE; host: 2^31, capacity, LSE
 }
 
 TEST_CASE("an interrupt stops the selftest: partial table, exit 128 + signal") {

@@ -28,6 +28,7 @@ struct HostMutantInfo {
   std::string_view name;
   std::string_view kind;  // protocol, memory-ordering, arithmetic (as in kernels/mutants.h)
   std::string_view description;
+  std::string_view family = "";  // as in kernels/mutants.h
 };
 
 inline constexpr HostMutantInfo kHostMutants[] = {
@@ -41,13 +42,13 @@ inline constexpr HostMutantInfo kHostMutants[] = {
      "the wait accepts any nonzero flag, so later calls read data from earlier epochs"},
     {kHostMutantSignedEpochOrder, "signed-epoch-order", "protocol",
      "the wait compares flag and epoch as int32 by order: past 2^31 the previous use's flag "
-     "satisfies it (only the cases starting just below 2^31 reach it)"},
+     "satisfies it (only the cases starting just below 2^31 reach it)", "epoch-2^31"},
     {kHostMutantNoCapacityCheck, "no-capacity-check", "sizing",
      "a call with T = max_tokens + 1 is accepted instead of refused (only the capacity cases "
-     "reach it)"},
+     "reach it)", "capacity"},
     {kHostMutantCombinedLseBase2, "combined-lse-base-2", "arithmetic",
      "the combined LSE is left in base 2 for base-e inputs (every output element is right; "
-     "only the combined-LSE check sees it)"},
+     "only the combined-LSE check sees it)", "combined-lse"},
 };
 
 }  // namespace dcp
