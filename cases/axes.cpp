@@ -214,14 +214,11 @@ void set_epoch_below(Case& c, uint64_t limit) {
   c.epoch_start = static_cast<uint32_t>(limit - static_cast<uint64_t>(k));
 }
 
-constexpr uint64_t kEpochSignBit = uint64_t{1} << 31;
-constexpr uint64_t kEpochWrap = uint64_t{1} << 32;
-
 // "near-2^31", "near-2^32" (within 4 below either), "fresh" (none) or "set".
-std::string epoch_label(const std::optional<uint32_t>& e) {
-  if (!e) return "fresh";
-  if (*e < kEpochSignBit && kEpochSignBit - *e <= 4) return "near-2^31";
-  if (kEpochWrap - *e <= 4) return "near-2^32";
+std::string epoch_label(const Case& c) {
+  if (!c.epoch_start) return "fresh";
+  if (epoch_starts_below(c, kEpochSignBit)) return "near-2^31";
+  if (epoch_starts_below(c, kEpochWrap)) return "near-2^32";
   return "set";
 }
 
@@ -608,7 +605,7 @@ std::vector<AxisDesc> make_table() {
          const json& v = j.at("epoch_start");
          c.epoch_start = v.is_null() ? std::nullopt : std::optional(v.get<uint32_t>());
        },
-       .label = [](const Case& c) { return epoch_label(c.epoch_start); }},
+       .label = epoch_label},
       // Drawn by suites and random_case from their own seeds, never shrunk.
       {.name = "seed",
        .token = [](const Case& c) { return fmt::format("s{:06x}", c.seed); },

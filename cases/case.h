@@ -82,6 +82,15 @@ struct Case {
 // the kernel refuses the call on every rank (SPEC: capacity refusal).
 inline bool over_capacity(const Case& c) { return c.num_tokens > c.geometry.max_tokens; }
 
+// The edges the epoch cases start just below: where a signed 32-bit epoch
+// overflows, and where a u32 one wraps (a u64 one leaves its low word).
+inline constexpr uint64_t kEpochSignBit = uint64_t{1} << 31;
+inline constexpr uint64_t kEpochWrap = uint64_t{1} << 32;
+// Whether the case's epoch starts at most 4 calls below `edge`.
+inline bool epoch_starts_below(const Case& c, uint64_t edge) {
+  return c.epoch_start && *c.epoch_start < edge && edge - *c.epoch_start <= 4;
+}
+
 // Format: dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone[-special<v>]-ub2-graph4
 //         [-l<L>][-skew][-ep<hex>]-s<hex>
 // (each axis's tokens, in the order of the axis table, cases/axes.h).

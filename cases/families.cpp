@@ -1,13 +1,6 @@
 #include "families.h"
 
 namespace dcp {
-namespace {
-
-bool epoch_below(const Case& c, uint64_t edge) {
-  return c.epoch_start && *c.epoch_start < edge && edge - *c.epoch_start <= 4;
-}
-
-}  // namespace
 
 const std::vector<CaseFamily>& case_families() {
   static const std::vector<CaseFamily> families = {
@@ -17,11 +10,11 @@ const std::vector<CaseFamily>& case_families() {
       {"epoch-2^31", "every slot's epoch starts a few calls below 2^31 and crosses it",
        "signed 32-bit epochs that overflow, flags compared by order as int32 "
        "(signed-epoch-order)",
-       [](const Case& c) { return epoch_below(c, uint64_t{1} << 31); }},
+       [](const Case& c) { return epoch_starts_below(c, kEpochSignBit); }},
       {"epoch-2^32", "every slot's epoch starts a few calls below 2^32 and wraps",
        "u32 epochs compared by order across the wrap, u64 flags truncated to 32 bits "
        "(stale-epoch-accepted)",
-       [](const Case& c) { return epoch_below(c, uint64_t{1} << 32); }},
+       [](const Case& c) { return epoch_starts_below(c, kEpochWrap); }},
       {"combined-lse",
        "every case of a kernel that declares combined-lse: its [T, H] LSE is checked too",
        "a combined LSE in the wrong base or not -inf for empty rows (combined-lse-base-2)",
