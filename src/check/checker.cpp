@@ -453,6 +453,24 @@ double reference_combined_lse(const CombineWeights& w, LseBase base) {
 
 namespace {
 
+// A reported mismatch; `ulp` is one unit at `want` in the compared format
+// (infinite error for a NaN or an infinite difference).
+Mismatch make_mismatch(int global_rank, int op_idx, int t, int h, int dim, double got, double want,
+                       double tol, double ulp) {
+  Mismatch m;
+  m.rank = global_rank;
+  m.op_idx = op_idx;
+  m.token = t;
+  m.head = h;
+  m.dim = dim;
+  m.got = got;
+  m.want = want;
+  m.err_ulps = std::isfinite(got - want) ? std::fabs(got - want) / ulp
+                                         : std::numeric_limits<double>::infinity();
+  m.tolerance_ulps = tol / ulp;
+  return m;
+}
+
 // One row's combined LSE (CheckProfile::combined_lse), given the row's weights.
 void check_lse_of_row(const Case& c, const CombineWeights& w, int global_rank, int op_idx, int t,
                       int h, const uint8_t* lse, int max_reported, CallCheck& out) {
@@ -468,18 +486,8 @@ void check_lse_of_row(const Case& c, const CombineWeights& w, int global_rank, i
   if (std::isnan(g)) ++out.num_nan;
   if (static_cast<int>(out.first_mismatches.size()) >= max_reported) return;
   const double ulp = std::isfinite(want) ? ulp_of(Format::kFp32, want) : 1.0;
-  Mismatch m;
-  m.rank = global_rank;
-  m.op_idx = op_idx;
-  m.token = t;
-  m.head = h;
-  m.dim = -1;  // the combined LSE, not an output element
-  m.got = g;
-  m.want = want;
-  m.err_ulps = std::isfinite(g - want) ? std::fabs(g - want) / ulp
-                                       : std::numeric_limits<double>::infinity();
-  m.tolerance_ulps = tol / ulp;
-  out.first_mismatches.push_back(std::move(m));
+  // dim -1: the combined LSE, not an output element.
+  out.first_mismatches.push_back(make_mismatch(global_rank, op_idx, t, h, -1, g, want, tol, ulp));
 }
 
 // Rows [begin, end) of the call (row = token * H + h). Counts go to a local
@@ -544,17 +552,7 @@ CallCheck check_rows(const Case& c, const OpGenerator& gen, int group_rank, int 
       ++out.num_mismatches;
       if (is_nan) ++out.num_nan;
       if (static_cast<int>(out.first_mismatches.size()) >= max_reported) continue;
-      const double ulp = ulp_of(f, want);
-      Mismatch m;
-      m.rank = global_rank;
-      m.op_idx = op_idx;
-      m.token = t;
-      m.head = h;
-      m.dim = d;
-      m.got = g;
-      m.want = want;
-      m.err_ulps = is_nan ? std::numeric_limits<double>::infinity() : std::fabs(g - want) / ulp;
-      m.tolerance_ulps = tol / ulp;
+      Mismatch m = make_mismatch(global_rank, op_idx, t, h, d, g, want, tol, ulp_of(f, want));
       m.likely_source = likely_source(c, gen, t, head, d, r, bits, g, want, tol);
       out.first_mismatches.push_back(std::move(m));
     }
