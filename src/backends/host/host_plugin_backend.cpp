@@ -141,16 +141,16 @@ std::vector<std::vector<uint8_t>> HostPluginBackend::run_batch(const Case& c, co
   // max_tokens + 1 is the capacity case: the plugin's call must refuse it.
   DCP_CHECK(c.num_tokens >= 1 && c.num_tokens <= g.max_tokens + 1, UsageError,
             "{} tokens: must be in [1, max_tokens={}]", c.num_tokens, g.max_tokens);
-  const size_t output_bytes = size_t{2} * c.num_tokens * g.heads_per_rank * g.head_dim;
+  const size_t out_bytes = output_bytes(c);
   const size_t guard = guard_bytes_for(size_t{2} * g.heads_per_rank * g.head_dim);
   std::vector<std::vector<uint8_t>> outputs;
   outputs.reserve(batch.calls.size());
   for (const CallInputs& in : batch.calls) {
     if (in.skew_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(in.skew_ns));
     // [guard | output | guard]; the output poisoned: unwritten elements are NaN.
-    std::vector<uint8_t> guarded(output_bytes + 2 * guard, kGuardCanary);
+    std::vector<uint8_t> guarded(out_bytes + 2 * guard, kGuardCanary);
     uint8_t* out = guarded.data() + guard;
-    std::memset(out, 0xFF, output_bytes);
+    std::memset(out, 0xFF, out_bytes);
     dcpCallArgs_v1 a{};
     a.struct_size = sizeof a;
     a.stream = nullptr;
@@ -179,7 +179,7 @@ std::vector<std::vector<uint8_t>> HostPluginBackend::run_batch(const Case& c, co
     }
     a.timeout_ns = static_cast<uint64_t>(std::max(1e-3, config_.spin_timeout_s) * 1e9);
     instance_->call(a, fmt::format("call {}", in.op_idx).c_str());
-    std::string damage = describe_guard_damage("output", guarded.data(), out + output_bytes, guard);
+    std::string damage = describe_guard_damage("output", guarded.data(), out + out_bytes, guard);
     if (damage.empty() && with_lse) {
       damage = describe_guard_damage("combined_lse", guarded_lse.data(),
                                      guarded_lse.data() + guard + lse_bytes, guard);
@@ -187,7 +187,7 @@ std::vector<std::vector<uint8_t>> HostPluginBackend::run_batch(const Case& c, co
     if (!damage.empty() && batch.out_of_bounds != nullptr) {
       batch.out_of_bounds->push_back(fmt::format("call {}: {}", in.op_idx, damage));
     }
-    outputs.emplace_back(out, out + output_bytes);
+    outputs.emplace_back(out, out + out_bytes);
     if (with_lse) {
       outputs.back().insert(outputs.back().end(), guarded_lse.begin() + guard,
                             guarded_lse.begin() + guard + lse_bytes);
