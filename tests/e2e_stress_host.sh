@@ -114,7 +114,30 @@ rc=$?
 rc=$?
 [[ $rc -eq 2 ]] && ok "shrink with a bad token exits 2" || fail "bad token exited $rc, want 2"
 
-# 5. Bad flags are usage errors, reported before anything runs.
+# 5. Overlap across scenarios: each scenario is sent ahead, so a worker checks
+# the last calls of one while it runs the next. A fault still lands on its own
+# scenario: a wrong last call (checked beside the next scenario) and a hang
+# (while the previous scenario's result is still on its way). Kimi outputs are
+# big enough to be checked on the side (tiny ones are checked inline).
+KIMI=(--backend host --world 2 --geometry kimi --iterations 6 --seed 1 --no-shrink)
+for fault in corrupt:1:3:999 hang:1:3:0; do
+  timeout 120 "$BIN" stress "${KIMI[@]}" --timeout 2 --inject-fault "$fault" \
+    --json "$WORK/ahead.json" >"$WORK/ahead.out" 2>&1
+  rc=$?
+  python3 - "$WORK/ahead.json" "${fault%%:*}" <<'PY' && ok "stress: $fault fails scenario 3, not its neighbours" ||
+import json, sys
+r, kind = json.load(open(sys.argv[1])), sys.argv[2]
+s = r["stress"]
+assert s["num_scenarios"] == 4 and [f["index"] for f in s["failures"]] == [3], s
+bad = [c for c in r["cases"] if c["status"] != "pass"]
+assert len(bad) == 1 and bad[0]["id"] == s["failures"][0]["case_id"], bad
+want = {"corrupt": ("fail", "mismatch"), "hang": ("error", "hang")}[kind]
+assert (bad[0]["status"], bad[0]["failure_type"]) == want, (bad[0]["status"], bad[0]["failure_type"])
+PY
+    { fail "stress $fault (exit $rc)"; tail -5 "$WORK/ahead.out"; }
+done
+
+# 6. Bad flags are usage errors, reported before anything runs.
 for args in "--duration 10x" "--duration 0" "--iterations 0" "--seed nope" \
   "--save-failures /proc/no-such-dir/x" "--shrink-time -1s"; do
   read -r -a extra <<<"$args"

@@ -132,11 +132,18 @@ class StressCommand : public RunReportCommand {
       if (v_.duration_s > 0 && life.elapsed_s() >= v_.duration_s) return true;
       return !failures_.empty() && !v_.keep_going;
     };
+    std::optional<Case> next;
     for (uint64_t index = 0; !stop(); ++index) {
-      const Case c = random_case(v_.seed, index, v_.config.world, v_.config.geometry);
+      const Case c = next ? *next : random_case(v_.seed, index, v_.config.world, v_.config.geometry);
+      // Sent ahead, so no worker idles between scenarios; if the run stops
+      // after this one, the next is finished and dropped at shut-down.
+      next.reset();
+      if (v_.iterations == 0 || static_cast<int64_t>(index) + 1 < v_.iterations) {
+        next = random_case(v_.seed, index + 1, v_.config.world, v_.config.geometry);
+      }
       const auto t0 = Clock::now();
       const double startup_before = session_.startup_s();
-      CaseResult r = session_.run(c, kStressSuite);
+      CaseResult r = session_.run(c, kStressSuite, next ? &*next : nullptr);
       run_s_ += std::chrono::duration<double>(Clock::now() - t0).count() -
                 (session_.startup_s() - startup_before);
       report_.phases.add(r);

@@ -54,12 +54,14 @@ Session::Session(const SessionConfig& config) : impl_(std::make_unique<Impl>(con
 
 Session::~Session() = default;
 
-CaseResult Session::run_case(const Case& c, const std::string& suite) {
+CaseResult Session::run_case(const Case& c, const std::string& suite, const Case* next) {
   const auto start = SupervisorClock::now();
-  CaseResult r = impl_->run_case(c, suite);
+  CaseResult r = impl_->run_case(c, suite, next);
   r.wall_ms = std::chrono::duration<double, std::milli>(SupervisorClock::now() - start).count();
   return r;
 }
+
+void Session::drain_sent_ahead(const Case* keep) { impl_->drain_sent_ahead(keep); }
 
 bool Session::dead() const { return impl_->dead; }
 ShutdownTimes Session::shut_down() {
@@ -357,11 +359,16 @@ void Session::Impl::handle_message(WorkerState& w, const json& msg) {
   if (type == "gather") {
     relay_gather(w, msg);
   } else if (type == "progress") {
-    if (msg.value("index", -1) == current_case_index) w.last_op = msg.value("op", -1);
+    const int index = msg.value("index", -1);
+    if (index == current_case_index) w.last_op = msg.value("op", -1);
+    if (ahead && index == ahead->index) w.ahead_last_op = msg.value("op", -1);
   } else if (type == "result") {
-    if (msg.value("index", -1) == current_case_index) {
+    const int index = msg.value("index", -1);
+    if (index == current_case_index) {
       w.result = msg.at("result").get<RankCaseResult>();
       if (msg.contains("bench")) w.bench = msg.at("bench");
+    } else if (ahead && index == ahead->index) {
+      w.ahead_result = msg.at("result").get<RankCaseResult>();
     }
   } else if (type == "fatal") {
     w.fatal_kind = failure_kind_from_string(msg.value("kind", "")).value_or(FailureKind::kHarness);

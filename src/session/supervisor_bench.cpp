@@ -22,6 +22,7 @@ constexpr double kBenchDeadlineFloorS = 60;
 
 BenchResult Session::run_bench(const BenchSpec& spec) {
   Session::Impl& s = *impl_;
+  s.drain_sent_ahead(nullptr);
   DCP_CHECK(s.config.backend == BackendKind::kGpu, UsageError,
             "bench needs the GPU backend: timings of the CPU model mean nothing");
   BenchResult result;

@@ -206,7 +206,73 @@ std::optional<CaseFailure> Session::Impl::find_failure(
   return std::nullopt;
 }
 
-CaseResult Session::Impl::run_case(const Case& c, const std::string& suite) {
+std::string Session::Impl::skip_reason(const Case& c) const {
+  if (std::find(dcp_sizes.begin(), dcp_sizes.end(), c.dcp_size) == dcp_sizes.end()) {
+    return fmt::format("not run: dcp size {} does not divide --world {}", c.dcp_size,
+                       config.world);
+  }
+  // Decided from the kernels' declarations before any rank enters the exchange.
+  for (const KernelInfo* k : config.kernels()) {
+    if (std::string why = case_skip_reason(*k, c, env.ranks_share_gpu); !why.empty()) return why;
+  }
+  return "";
+}
+
+void Session::Impl::send_case(const std::string& id, int index) {
+  for (WorkerState& w : workers) {
+    if (w.lost()) continue;  // reported by find_failure
+    try {
+      w.channel->send({{"type", "case"}, {"index", index}, {"id", id}}, 2.0);
+    } catch (const std::exception&) {
+      w.channel->close();
+    }
+  }
+}
+
+// The case `index` becomes the one in progress; a case sent ahead may already
+// have reported (its results and heartbeats are moved over).
+void Session::Impl::make_current(int index) {
+  const bool was_ahead = ahead && ahead->index == index;
+  current_case_index = index;
+  for (WorkerState& w : workers) {
+    w.result = was_ahead ? std::move(w.ahead_result) : std::nullopt;
+    w.last_op = was_ahead ? w.ahead_last_op : -1;
+    w.ahead_result.reset();
+    w.ahead_last_op = -1;
+    w.last_activity = SupervisorClock::now();
+  }
+  if (was_ahead) ahead.reset();
+}
+
+CaseResult Session::Impl::await_case(CaseResult r, const Case& c) {
+  std::optional<SupervisorClock::time_point> first_error;
+  CaseResult out;
+  while (true) {
+    poll_workers(50);
+    if (std::all_of(workers.begin(), workers.end(),
+                    [](const WorkerState& w) { return w.result.has_value(); })) {
+      out = finish_case(std::move(r), c);
+      break;
+    }
+    if (auto failure = find_failure(c, first_error)) {
+      out = finish_failed_case(std::move(r), c, *failure);
+      break;
+    }
+  }
+  if (dead) ahead.reset();  // the workers are gone, and with them the case sent ahead
+  return out;
+}
+
+void Session::Impl::drain_sent_ahead(const Case* keep) {
+  if (!ahead || dead || (keep != nullptr && format_case_id(*keep) == ahead->id)) return;
+  const SentAhead a = *ahead;
+  make_current(a.index);
+  CaseResult r;
+  r.case_id = a.id;
+  (void)await_case(std::move(r), a.scenario);
+}
+
+CaseResult Session::Impl::run_case(const Case& c, const std::string& suite, const Case* next) {
   CaseResult r;
   r.case_id = format_case_id(c);
   r.scenario = c;
@@ -216,49 +282,30 @@ CaseResult Session::Impl::run_case(const Case& c, const std::string& suite) {
     kill_workers();
     dead = true;
     dead_reason = fmt::format("interrupted by {}", signal_name(interrupt_signal()));
+    ahead.reset();
   }
+  drain_sent_ahead(&c);
   if (dead) {
     r.status = CaseStatus::kSkipped;
     r.message = "not run: " + dead_reason;
     return r;
   }
-  if (std::find(dcp_sizes.begin(), dcp_sizes.end(), c.dcp_size) == dcp_sizes.end()) {
+  if (std::string why = skip_reason(c); !why.empty()) {
     r.status = CaseStatus::kSkipped;
-    r.message =
-        fmt::format("not run: dcp size {} does not divide --world {}", c.dcp_size, config.world);
+    r.message = why;
     return r;
   }
-  // Decided from the kernels' declarations before any rank enters the exchange.
-  for (const KernelInfo* k : config.kernels()) {
-    if (std::string why = case_skip_reason(*k, c, env.ranks_share_gpu); !why.empty()) {
-      r.status = CaseStatus::kSkipped;
-      r.message = why;
-      return r;
-    }
+  if (ahead) {  // it is this case (drain_sent_ahead kept it)
+    make_current(ahead->index);
+  } else {
+    make_current(next_case_index++);
+    send_case(r.case_id, current_case_index);
   }
-  current_case_index = next_case_index++;
-  for (WorkerState& w : workers) {
-    w.result.reset();
-    w.last_op = -1;
-    w.last_activity = SupervisorClock::now();
-    if (w.lost()) continue;  // reported by find_failure below
-    try {
-      w.channel->send({{"type", "case"}, {"index", current_case_index}, {"id", r.case_id}}, 2.0);
-    } catch (const std::exception&) {
-      w.channel->close();
-    }
+  if (next != nullptr && skip_reason(*next).empty()) {
+    ahead = SentAhead{*next, format_case_id(*next), next_case_index++};
+    send_case(ahead->id, ahead->index);
   }
-  std::optional<SupervisorClock::time_point> first_error;
-  while (true) {
-    poll_workers(50);
-    if (std::all_of(workers.begin(), workers.end(),
-                    [](const WorkerState& w) { return w.result.has_value(); })) {
-      return finish_case(std::move(r), c);
-    }
-    if (auto failure = find_failure(c, first_error)) {
-      return finish_failed_case(std::move(r), c, *failure);
-    }
-  }
+  return await_case(std::move(r), c);
 }
 
 }  // namespace dcp

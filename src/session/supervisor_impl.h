@@ -37,6 +37,10 @@ struct WorkerState {
   std::string fatal_message;  // also set for protocol violations seen by the supervisor
   SupervisorClock::time_point last_activity;
   int last_op = -1;  // last op reported by a progress heartbeat in this case
+  // The case sent ahead (run_case's `next`): its result and last op when
+  // they arrive before it becomes the case in progress.
+  std::optional<RankCaseResult> ahead_result;
+  int ahead_last_op = -1;
 
   bool lost() const { return exit.has_value() || !channel || channel->eof(); }
 };
@@ -56,6 +60,15 @@ struct CaseFailure {
   bool hang = false;         // a rank stopped making progress
 };
 
+// A case sent to every worker before the one in progress finished, so that
+// no worker idles between cases (stress): it becomes the case in progress
+// when run_case is called for it, or is finished and discarded.
+struct SentAhead {
+  Case scenario;
+  std::string id;
+  int index = -1;
+};
+
 struct Session::Impl {
   explicit Impl(const SessionConfig& c) : config(c) {}
   ~Impl() { teardown(); }
@@ -70,7 +83,10 @@ struct Session::Impl {
   void drain_exited_workers();  // the rank's worker is inside a kernel (plugin) function
 
   // supervisor_case.cpp
-  CaseResult run_case(const Case& c, const std::string& suite);
+  CaseResult run_case(const Case& c, const std::string& suite, const Case* next);
+  // Finishes the case sent ahead unless it is `keep` (or null), discarding
+  // its verdict; an error there kills the session like any case's.
+  void drain_sent_ahead(const Case* keep);
   // supervisor_bench.cpp: one bench point on every rank; fills (*rank_us)[rank][repeat].
   CaseResult run_bench_point(const Case& c, ::dcp::Impl impl, const BenchSpec& spec,
                              std::vector<std::vector<double>>* rank_us);
@@ -92,6 +108,7 @@ struct Session::Impl {
   std::string dead_reason;
   int next_case_index = 0;
   int current_case_index = -1;
+  std::optional<SentAhead> ahead;
   bool torn_down = false;
   ShutdownTimes shutdown_times;
 
@@ -108,6 +125,10 @@ struct Session::Impl {
   void handle_message(WorkerState& w, const nlohmann::json& msg);
   void relay_gather(WorkerState& w, const nlohmann::json& msg);
   void unlink_shared_memory() noexcept;
+  std::string skip_reason(const Case& c) const;  // "" when the case can run
+  void send_case(const std::string& id, int index);
+  void make_current(int index);
+  CaseResult await_case(CaseResult r, const Case& c);
   CaseResult finish_case(CaseResult r, const Case& c);
   CaseResult finish_failed_case(CaseResult r, const Case& c, const CaseFailure& f);
   std::optional<CaseFailure> find_failure(const Case& c,

@@ -105,6 +105,7 @@ void SocketChannel::close() {
 void SocketChannel::send(const nlohmann::json& msg, double timeout_s) {
   std::string line = msg.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   line.push_back('\n');
+  const std::lock_guard<std::mutex> lock(send_mu_);
   const auto deadline = deadline_after(timeout_s);
   size_t sent = 0;
   while (sent < line.size()) {

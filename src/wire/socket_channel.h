@@ -3,6 +3,7 @@
 // neither the supervisor nor a worker can wait forever on the other.
 #pragma once
 
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -40,7 +41,8 @@ class SocketChannel {
   void close();
 
   // Writes one message; throws HarnessError when the peer is gone or the
-  // socket stays full for timeout_s. Never raises SIGPIPE.
+  // socket stays full for timeout_s. Never raises SIGPIPE. Safe to call from
+  // several threads at once (lines never interleave); reading is not.
   void send(const nlohmann::json& msg, double timeout_s = 10);
   // Reads whatever is available now without blocking; returns false once the
   // peer has closed the connection (buffered messages stay readable).
@@ -56,6 +58,7 @@ class SocketChannel {
   int fd_ = -1;
   bool eof_ = false;
   LineBuffer in_;
+  std::mutex send_mu_;  // not moved: each object has its own
 };
 
 // A listening Unix socket; the destructor closes it and unlinks the path.

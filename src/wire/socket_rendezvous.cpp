@@ -25,6 +25,10 @@ std::vector<std::string> SocketRendezvous::allgather(const std::string& key,
     if (!msg) continue;
     const std::string type = msg->value("type", "");
     if (type == "shutdown") throw ShutdownRequested{};
+    if (type == "case" && early_ != nullptr) {
+      early_->push_back(std::move(*msg));
+      continue;
+    }
     DCP_CHECK(type == "gathered" && msg->value("key", "") == key, HarnessError,
               "rank {}: expected gathered '{}', got {:.200}", rank_, key, msg->dump());
     std::vector<std::string> out;

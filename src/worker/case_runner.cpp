@@ -97,6 +97,8 @@ void accumulate_check(RankCaseResult& r, CallCheck&& check) {
   }
 }
 
+}  // namespace
+
 // One batch's outputs and the check running on them in the background.
 struct PendingCheck {
   std::vector<int> ops;
@@ -169,6 +171,7 @@ class CheckPipeline {
   }
 
   uint64_t hash() const { return hash_; }
+  bool pending() const { return pending_ != nullptr; }
 
  private:
   const Case& c_;
@@ -179,9 +182,13 @@ class CheckPipeline {
   uint64_t hash_ = kFnvOffset;
 };
 
+namespace {
+
 // Returns the guard-zone damage the backend found (one line each).
+// The last batch's check is left pending in `pipeline`.
 std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
-                                     const CaseRunContext& ctx, RankCaseResult& result) {
+                                     const CaseRunContext& ctx, CheckPipeline& pipeline,
+                                     RankCaseResult& result) {
   const BackendConfig& bc = *ctx.backend_config;
   const FaultSpec& fault = ctx.fault;
   const bool fault_here = fault.kind != FaultSpec::Kind::kNone && fault.rank == bc.global_rank &&
@@ -189,7 +196,6 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
   // An op past the end of the case fires at its last op, so a fault always fires.
   const int fault_op = std::clamp(fault.op_idx, 0, std::max(0, num_ops(c) - 1));
   const bool device_produces = backend.produces_inputs();
-  CheckPipeline pipeline(c, ctx, result);
   PhaseTimes& phases = result.phases;
   std::vector<std::string> out_of_bounds;
   for (const PlannedBatch& planned : plan_case(c, bc.group_rank)) {
@@ -224,8 +230,6 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
     }
     pipeline.submit(std::move(ops), std::move(outputs));
   }
-  pipeline.finish();
-  result.output_hash = pipeline.hash();
   return out_of_bounds;
 }
 
@@ -278,50 +282,79 @@ uint64_t fnv1a(uint64_t hash, const std::vector<uint8_t>& bytes) {
   return hash;
 }
 
-RankCaseResult run_case_on_rank(const Case& c, RankBackend& backend,
-                                const CaseRunContext& context) {
-  CaseRunContext ctx = context;
-  ctx.profile.combined_lse = backend.emits_combined_lse();
-  RankCaseResult result;
-  result.case_id = format_case_id(c);
-  result.rank = ctx.backend_config->global_rank;
-  const auto start = Clock::now();
+RankCaseRun::RankCaseRun(const Case& c, RankBackend& backend, const CaseRunContext& ctx)
+    : c_(c), backend_(backend), ctx_(ctx) {
+  ctx_.profile.combined_lse = backend.emits_combined_lse();
+  result_.case_id = format_case_id(c_);
+  result_.rank = ctx_.backend_config->global_rank;
+}
+
+RankCaseRun::~RankCaseRun() = default;  // the pipeline waits for its pending check
+
+void RankCaseRun::start() {
+  start_time_ = Clock::now();
+  pipeline_ = std::make_unique<CheckPipeline>(c_, ctx_, result_);
   try {
-    const std::vector<std::string> out_of_bounds = run_batches(c, backend, ctx, result);
-    result.passed = result.num_mismatches == 0 && result.num_checked > 0;
-    result.failure = check_failure(result.num_mismatches, result.num_nan, result.passed);
-    if (over_capacity(c)) {
-      // Whatever the outputs hold: the workspace cannot hold T rows, so the
-      // call wrote past it or dropped rows. The session ends (like a guard).
-      result.failure = FailureKind::kOverCapacity;
-      result.error = fmt::format(
-          "the kernel accepted a call of T={} tokens over its workspace's max_tokens={}: it must "
-          "refuse it (INVALID_ARGUMENT) on every rank before entering the exchange",
-          c.num_tokens, c.geometry.max_tokens);
-    }
-    if (!out_of_bounds.empty()) {
-      // Every call still ran (a peer never waits for a rank that stopped early).
-      result.failure = headline(FailureKind::kOutOfBounds, result.failure);
-      result.error = fmt::format("{}{}", out_of_bounds.front(),
-                                 out_of_bounds.size() > 1
-                                     ? fmt::format(" (and {} more)", out_of_bounds.size() - 1)
-                                     : "");
-    }
+    out_of_bounds_ = run_batches(c_, backend_, ctx_, *pipeline_, result_);
   } catch (const KernelRefusal& e) {
-    if (over_capacity(c)) {
-      result.passed = true;  // the capacity case's one right answer
-      result.note = fmt::format("refused: {}", e.what());
+    start_threw_ = true;
+    if (over_capacity(c_)) {
+      result_.passed = true;  // the capacity case's one right answer
+      result_.note = fmt::format("refused: {}", e.what());
     } else {
-      result.error = e.what();
-      result.failure = failure_kind_of(e);
+      result_.error = e.what();
+      result_.failure = failure_kind_of(e);
     }
   } catch (const std::exception& e) {
-    result.error = e.what();
-    result.failure = failure_kind_of(e);
+    start_threw_ = true;
+    result_.error = e.what();
+    result_.failure = failure_kind_of(e);
   }
-  if (!result.error.empty()) result.passed = false;
-  result.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  return result;
+}
+
+bool RankCaseRun::check_pending() const {
+  return !start_threw_ && pipeline_ != nullptr && pipeline_->pending();
+}
+
+RankCaseResult RankCaseRun::finish() {
+  if (pipeline_ != nullptr && !start_threw_) {
+    try {
+      pipeline_->finish();
+      result_.output_hash = pipeline_->hash();
+      RankCaseResult& result = result_;
+      result.passed = result.num_mismatches == 0 && result.num_checked > 0;
+      result.failure = check_failure(result.num_mismatches, result.num_nan, result.passed);
+      if (over_capacity(c_)) {
+        // Whatever the outputs hold: the workspace cannot hold T rows, so the
+        // call wrote past it or dropped rows. The session ends (like a guard).
+        result.failure = FailureKind::kOverCapacity;
+        result.error = fmt::format(
+            "the kernel accepted a call of T={} tokens over its workspace's max_tokens={}: it "
+            "must refuse it (INVALID_ARGUMENT) on every rank before entering the exchange",
+            c_.num_tokens, c_.geometry.max_tokens);
+      }
+      if (!out_of_bounds_.empty()) {
+        // Every call still ran (a peer never waits for a rank that stopped early).
+        result.failure = headline(FailureKind::kOutOfBounds, result.failure);
+        result.error = fmt::format("{}{}", out_of_bounds_.front(),
+                                   out_of_bounds_.size() > 1
+                                       ? fmt::format(" (and {} more)", out_of_bounds_.size() - 1)
+                                       : "");
+      }
+    } catch (const std::exception& e) {
+      result_.error = e.what();
+      result_.failure = failure_kind_of(e);
+    }
+  }
+  if (!result_.error.empty()) result_.passed = false;
+  result_.elapsed_ms = std::chrono::duration<double, std::milli>(Clock::now() - start_time_).count();
+  return std::move(result_);
+}
+
+RankCaseResult run_case_on_rank(const Case& c, RankBackend& backend, const CaseRunContext& ctx) {
+  RankCaseRun run(c, backend, ctx);
+  run.start();
+  return run.finish();
 }
 
 }  // namespace dcp

@@ -4,7 +4,11 @@
 // fire here, at the chosen op, so every backend gets the same fault behaviour.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "backend.h"
 #include "case.h"
@@ -30,9 +34,43 @@ struct CaseRunContext {
   std::vector<std::vector<uint8_t>>* spare_outputs = nullptr;
 };
 
-// Never throws for kernel or harness faults: they become result.error and
-// result.failure (failure_kind_of the exception; else the checker's kind). Exceptions that are not
-// std::exception (ShutdownRequested) pass through.
+class CheckPipeline;
+
+// One case on one rank, in two steps, so that the check of a case's last
+// batch can run while the next case runs (the worker's overlap across cases):
+// start() runs every batch and leaves the last batch's check pending;
+// finish() waits for it and returns the result. Neither throws for kernel or
+// harness faults: they become result.error and result.failure
+// (failure_kind_of the exception; else the checker's kind). Exceptions that
+// are not std::exception (ShutdownRequested) pass through start().
+// Not movable (the pending check refers to its members).
+class RankCaseRun {
+ public:
+  RankCaseRun(const Case& c, RankBackend& backend, const CaseRunContext& ctx);
+  ~RankCaseRun();  // waits for a pending check
+  RankCaseRun(const RankCaseRun&) = delete;
+  RankCaseRun& operator=(const RankCaseRun&) = delete;
+
+  void start();
+  // After start(): whether finish() still has a check to wait for.
+  bool check_pending() const;
+  // Before finish() runs on another thread: checked outputs are dropped, not
+  // handed back to ctx.spare_outputs (the next case's backend refills those).
+  void drop_spare_outputs() { ctx_.spare_outputs = nullptr; }
+  RankCaseResult finish();
+
+ private:
+  Case c_;
+  RankBackend& backend_;
+  CaseRunContext ctx_;
+  RankCaseResult result_;
+  std::unique_ptr<CheckPipeline> pipeline_;
+  std::vector<std::string> out_of_bounds_;
+  bool start_threw_ = false;
+  std::chrono::steady_clock::time_point start_time_;
+};
+
+// Both steps at once.
 RankCaseResult run_case_on_rank(const Case& c, RankBackend& backend, const CaseRunContext& ctx);
 
 // a 64-bit word-wise hash, continued from `hash` (start with kFnvOffset).

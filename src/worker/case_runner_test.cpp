@@ -88,5 +88,37 @@ TEST_CASE("overlapped checks give the counts, first mismatches and hash of check
   CHECK(r.phases.check_ms > 0);
 }
 
+TEST_CASE("a case run in two steps leaves its last check pending and gives the one-step result") {
+  Case c;
+  c.dcp_size = 2;
+  c.geometry = *find_geometry("kimi");
+  c.num_tokens = 64;  // big enough to be checked on the side
+  c.num_calls = 3;
+  c.seed = 0x0b2;
+  BackendConfig bc;
+  bc.dcp_size = 2;
+  bc.group_rank = 0;
+  bc.members = {0, 1};
+  bc.geometry = c.geometry;
+  ScriptedBackend backend(bc, {2});  // the last call is wrong
+  CaseRunContext ctx;
+  ctx.backend_config = &bc;
+  ctx.profile.num_threads = 2;
+  const RankCaseResult whole = run_case_on_rank(c, backend, ctx);
+
+  RankCaseRun run(c, backend, ctx);
+  run.start();
+  CHECK(run.check_pending());
+  run.drop_spare_outputs();
+  const RankCaseResult split = run.finish();
+  CHECK(split.num_checked == whole.num_checked);
+  CHECK(split.num_mismatches == 1);
+  CHECK(split.num_mismatches == whole.num_mismatches);
+  REQUIRE(split.first_mismatches.size() == 1);
+  CHECK(split.first_mismatches[0].op_idx == 2);
+  CHECK(split.output_hash == whole.output_hash);
+  CHECK_FALSE(split.passed);
+}
+
 }  // namespace
 }  // namespace dcp

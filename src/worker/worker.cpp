@@ -9,7 +9,9 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <deque>
 #include <string>
+#include <thread>
 #include <tuple>
 
 #include "case_runner.h"
@@ -62,6 +64,9 @@ class Worker {
  public:
   Worker(const WorkerArgs& args, SocketChannel& channel)
       : args_(args), channel_(channel), supervisor_pid_(getppid()) {}
+  ~Worker() { join_finisher(); }
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
   void run();
 
  private:
@@ -79,9 +84,20 @@ class Worker {
   std::shared_ptr<const LoadedKernel> loaded(const std::string& kernel);
   std::vector<std::string> kernels() const;  // the session's kernel, then its --against
   void run_one_case(const nlohmann::json& msg);
+  // Barriers and begin_case, then a RankCaseRun; on a set-up failure `run`
+  // stays null and the error result is returned. `barrier_ms` gets the barriers' time.
+  RankCaseResult prepare_case(const Case& c, int case_index, const std::string& pass,
+                              const std::string& kernel, std::vector<std::vector<uint8_t>>* outputs,
+                              std::unique_ptr<RankCaseRun>& run, double& barrier_ms);
   RankCaseResult run_case_once(const Case& c, int case_index, const std::string& pass,
                                const std::string& kernel,
                                std::vector<std::vector<uint8_t>>* outputs = nullptr);
+  // The overlap across cases: whether the supervisor already sent the next
+  // case (it is then kept in early_), so this case's last check can finish on
+  // the finisher thread while the next case runs.
+  bool next_case_waiting();
+  void send_result(int index, const RankCaseResult& result);
+  void join_finisher();
   nlohmann::json run_bench(const nlohmann::json& request);  // worker_bench.h
   RankCaseResult run_case_all_impls(const Case& c, int case_index, const std::string& pass);
 
@@ -98,11 +114,20 @@ class Worker {
   std::map<std::string, Built> backends_;                               // key: workspace_key()
   std::map<std::string, std::shared_ptr<const LoadedKernel>> kernels_;  // by spec
   std::vector<std::vector<uint8_t>> spare_outputs_;  // CaseRunContext::spare_outputs
+  std::deque<nlohmann::json> early_;  // messages read ahead (next_case_waiting, the rendezvous)
+  // Finishes the previous case (its last check, then its result message). It
+  // is joined before this rank sends another result, so results go out in order.
+  std::thread finisher_;
 };
 
 // Waits as long as it takes between cases (the command decides the pace), but
 // never outlives the supervisor (PR_SET_PDEATHSIG also covers that).
 nlohmann::json Worker::wait_for_message() {
+  if (!early_.empty()) {
+    nlohmann::json msg = std::move(early_.front());
+    early_.pop_front();
+    return msg;
+  }
   while (true) {
     if (auto msg = channel_.receive(1.0)) return *msg;
     DCP_CHECK(getppid() == supervisor_pid_, HarnessError, "rank {}: the supervisor is gone",
@@ -227,9 +252,10 @@ RankCaseResult Worker::run_case_all_impls(const Case& c, int case_index, const s
   return result;
 }
 
-RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::string& pass,
-                                     const std::string& kernel,
-                                     std::vector<std::vector<uint8_t>>* outputs) {
+RankCaseResult Worker::prepare_case(const Case& c, int case_index, const std::string& pass,
+                                    const std::string& kernel,
+                                    std::vector<std::vector<uint8_t>>* outputs,
+                                    std::unique_ptr<RankCaseRun>& run, double& barrier_ms) {
   const std::string key =
       fmt::format("case{}{}-g{}x{}", case_index, pass, c.dcp_size, args_.rank / c.dcp_size);
   CaseRunContext ctx;
@@ -239,21 +265,21 @@ RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::s
   ctx.case_index = case_index;
   ctx.outputs = outputs;
   ctx.spare_outputs = &spare_outputs_;
-  ctx.progress = [&](int op) {
+  // By value: the last heartbeats may come from the finisher thread.
+  ctx.progress = [this, case_index](int op) {
     channel_.send({{"type", "progress"}, {"index", case_index}, {"op", op}});
   };
-  const BackendConfig* bc = nullptr;
-  RankBackend* backend = nullptr;
   PhaseClock barriers;
-  double barrier_ms = 0;
   try {
-    std::tie(bc, backend) = backend_for(c, kernel);
+    auto [bc, backend] = backend_for(c, kernel);
     ctx.backend_config = bc;
     // The workspace is quiescent between the two barriers: begin_case may reset it.
     rendezvous_->barrier(key + "-begin", bc->members);
     backend->begin_case(c);
     rendezvous_->barrier(key + "-go", bc->members);
     barriers.lap(barrier_ms);
+    run = std::make_unique<RankCaseRun>(c, *backend, ctx);
+    return {};
   } catch (const std::exception& e) {
     RankCaseResult r;
     r.case_id = format_case_id(c);
@@ -262,9 +288,34 @@ RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::s
     r.failure = failure_kind_of(e);
     return r;
   }
-  RankCaseResult result = run_case_on_rank(c, *backend, ctx);
+}
+
+RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::string& pass,
+                                     const std::string& kernel,
+                                     std::vector<std::vector<uint8_t>>* outputs) {
+  std::unique_ptr<RankCaseRun> run;
+  double barrier_ms = 0;
+  RankCaseResult error = prepare_case(c, case_index, pass, kernel, outputs, run, barrier_ms);
+  if (!run) return error;
+  run->start();
+  RankCaseResult result = run->finish();
   result.phases.barrier_ms += barrier_ms;
   return result;
+}
+
+bool Worker::next_case_waiting() {
+  channel_.pump();
+  while (auto msg = channel_.next()) early_.push_back(std::move(*msg));
+  return std::any_of(early_.begin(), early_.end(),
+                     [](const nlohmann::json& m) { return m.value("type", "") == "case"; });
+}
+
+void Worker::send_result(int index, const RankCaseResult& result) {
+  channel_.send({{"type", "result"}, {"index", index}, {"result", result}});
+}
+
+void Worker::join_finisher() {
+  if (finisher_.joinable()) finisher_.join();
 }
 
 void Worker::run_one_case(const nlohmann::json& msg) {
@@ -282,6 +333,30 @@ void Worker::run_one_case(const nlohmann::json& msg) {
                                    config_.session.world)
                      : fmt::format("cannot parse case id: {}", parse_error);
     result.failure = FailureKind::kHarness;
+  } else if (!config_.session.check_determinism && kernels().size() == 1) {
+    std::unique_ptr<RankCaseRun> run;
+    double barrier_ms = 0;
+    result = prepare_case(*c, index, "", kernels().front(), nullptr, run, barrier_ms);
+    if (run) {
+      run->start();
+      join_finisher();  // the previous case's result goes out before this one's
+      if (run->check_pending() && next_case_waiting()) {
+        run->drop_spare_outputs();
+        finisher_ = std::thread([this, index, barrier_ms, handled, run = std::move(run)]() mutable {
+          RankCaseResult r = run->finish();
+          r.phases.barrier_ms += barrier_ms;
+          handled.lap(r.worker_ms);
+          try {
+            send_result(index, r);
+          } catch (const std::exception&) {
+            // The supervisor is gone: the main thread finds out on its next read.
+          }
+        });
+        return;
+      }
+      result = run->finish();
+      result.phases.barrier_ms += barrier_ms;
+    }
   } else {
     result = run_case_all_impls(*c, index, "");
     if (config_.session.check_determinism && result.error.empty()) {
@@ -297,8 +372,9 @@ void Worker::run_one_case(const nlohmann::json& msg) {
       }
     }
   }
+  join_finisher();
   handled.lap(result.worker_ms);
-  channel_.send({{"type", "result"}, {"index", index}, {"result", result}});
+  send_result(index, result);
 }
 
 void Worker::run() {
@@ -307,12 +383,14 @@ void Worker::run() {
             "rank {}: no config from the supervisor", args_.rank);
   config_ = worker_config_from_json(*msg);
   board_ = std::make_unique<StatusBoard>(StatusBoard::open(config_.run_id, args_.world));
-  rendezvous_ = std::make_unique<SocketRendezvous>(channel_, args_.rank, config_.gather_timeout_s);
+  rendezvous_ =
+      std::make_unique<SocketRendezvous>(channel_, args_.rank, config_.gather_timeout_s, &early_);
   build_backends();
   channel_.send({{"type", "ready"}, {"rank", args_.rank}});
   while (true) {
     nlohmann::json next = wait_for_message();
     const std::string type = next.value("type", "");
+    if (type != "case") join_finisher();
     if (type == "shutdown") return;
     if (type == "bench") {
       channel_.send(run_bench(next));
