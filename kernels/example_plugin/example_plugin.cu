@@ -560,11 +560,10 @@ extern "C" DCP_PLUGIN_EXPORT const dcpKernelPlugin_v1_t dcpKernelPlugin_v1 = {
     /*max_group_size=*/kMaxW,
     /*max_slots=*/kMaxSlots,
     /*epoch_kind=*/DCP_EPOCH_U64,
-    // combined_lse is written when given (within ~1e-6 absolute of a float64
-    // reference in a GPU test), but DCP_CAP_COMBINED_LSE is not declared: near
-    // zero that error is many ULPs, and how dcp-check grades it is not settled.
+    // combined_lse: fp32 m + log2f(sum), graded against float64 within
+    // 2^-23 (4 max|l2| + 4 (W + 2) + 2 |want|) (docs/plugins.md).
     /*capabilities=*/DCP_CAP_GRAPH_SAFE | DCP_CAP_MASKS_EMPTY_KV | DCP_CAP_TIMEOUT_HINT |
-        DCP_CAP_WAIT_STATUS,
+        DCP_CAP_WAIT_STATUS | DCP_CAP_COMBINED_LSE,
     /*mutants=*/nullptr,
     /*num_mutants=*/0,
     get_workspace,
