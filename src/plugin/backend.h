@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,29 @@ struct CallInputs {
   std::vector<int32_t> query_start_loc; // seq_lens.size() + 1 entries, or empty
 };
 
+// Checked outputs kept for their capacity, so that later outputs need no
+// allocation or page faults. Thread-safe: a case's last outputs come back
+// from the worker's finisher thread while the next case takes some.
+class SpareOutputs {
+ public:
+  static constexpr size_t kMax = 16;  // a pipelined batch's worth
+  std::vector<uint8_t> take() {
+    const std::lock_guard<std::mutex> lock(mu_);
+    if (spare_.empty()) return {};
+    std::vector<uint8_t> v = std::move(spare_.back());
+    spare_.pop_back();
+    return v;
+  }
+  void give(std::vector<uint8_t> v) {
+    const std::lock_guard<std::mutex> lock(mu_);
+    if (spare_.size() < kMax) spare_.push_back(std::move(v));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::vector<uint8_t>> spare_;
+};
+
 // Calls executed together. kEager: host sync after each call. kGraph: one graph
 // per slot captured on first use, inputs copied into the captured buffers and
 // the output poisoned before every replay. kPipelined: all calls launched back
@@ -65,7 +89,7 @@ struct Batch {
   // (guard_zone.h): a write out of bounds, found after the call completed.
   std::vector<std::string>* out_of_bounds = nullptr;
   // If set, vectors whose capacity the backend may reuse for the outputs.
-  std::vector<std::vector<uint8_t>>* spare_outputs = nullptr;
+  SpareOutputs* spare_outputs = nullptr;
 };
 
 // Bytes of one call's [T, H, D] output and of its [T, H] fp32 combined LSE.
@@ -77,13 +101,8 @@ inline size_t combined_lse_bytes(const Case& c) {
 }
 
 // `bytes` in a vector taken from `spare` when it has one (its capacity reused).
-inline std::vector<uint8_t> output_from(const uint8_t* bytes, size_t n,
-                                        std::vector<std::vector<uint8_t>>* spare) {
-  std::vector<uint8_t> out;
-  if (spare != nullptr && !spare->empty()) {
-    out = std::move(spare->back());
-    spare->pop_back();
-  }
+inline std::vector<uint8_t> output_from(const uint8_t* bytes, size_t n, SpareOutputs* spare) {
+  std::vector<uint8_t> out = spare != nullptr ? spare->take() : std::vector<uint8_t>();
   out.assign(bytes, bytes + n);
   return out;
 }

@@ -112,7 +112,6 @@ struct PendingCheck {
 // mismatches and the output hash are those of checking in sequence. A small
 // batch is checked inline: handing it to a thread costs more than it saves.
 constexpr size_t kOverlapMinBytes = size_t{256} << 10;  // 128 Ki 16-bit elements
-constexpr size_t kMaxSpareOutputs = 16;                 // a pipelined batch's worth
 
 class CheckPipeline {
  public:
@@ -163,9 +162,7 @@ class CheckPipeline {
         ctx_.outputs->push_back(std::move(out));
       }
     } else if (ctx_.spare_outputs != nullptr) {
-      for (auto& out : pending_->outputs) {
-        if (ctx_.spare_outputs->size() < kMaxSpareOutputs) ctx_.spare_outputs->push_back(std::move(out));
-      }
+      for (auto& out : pending_->outputs) ctx_.spare_outputs->give(std::move(out));
     }
     pending_.reset();
   }

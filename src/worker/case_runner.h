@@ -31,7 +31,7 @@ struct CaseRunContext {
   std::vector<std::vector<uint8_t>>* outputs = nullptr;
   // If set, checked outputs go back here and backends refill them (their
   // capacity outlives the case: no allocation or page faults per call).
-  std::vector<std::vector<uint8_t>>* spare_outputs = nullptr;
+  SpareOutputs* spare_outputs = nullptr;
 };
 
 class CheckPipeline;
@@ -54,9 +54,6 @@ class RankCaseRun {
   void start();
   // After start(): whether finish() still has a check to wait for.
   bool check_pending() const;
-  // Before finish() runs on another thread: checked outputs are dropped, not
-  // handed back to ctx.spare_outputs (the next case's backend refills those).
-  void drop_spare_outputs() { ctx_.spare_outputs = nullptr; }
   RankCaseResult finish();
 
  private:

@@ -113,7 +113,7 @@ class Worker {
   };
   std::map<std::string, Built> backends_;                               // key: workspace_key()
   std::map<std::string, std::shared_ptr<const LoadedKernel>> kernels_;  // by spec
-  std::vector<std::vector<uint8_t>> spare_outputs_;  // CaseRunContext::spare_outputs
+  SpareOutputs spare_outputs_;  // CaseRunContext::spare_outputs (shared with the finisher)
   std::deque<nlohmann::json> early_;  // messages read ahead (next_case_waiting, the rendezvous)
   // Finishes the previous case (its last check, then its result message). It
   // is joined before this rank sends another result, so results go out in order.
@@ -341,7 +341,6 @@ void Worker::run_one_case(const nlohmann::json& msg) {
       run->start();
       join_finisher();  // the previous case's result goes out before this one's
       if (run->check_pending() && next_case_waiting()) {
-        run->drop_spare_outputs();
         finisher_ = std::thread([this, index, barrier_ms, handled, run = std::move(run)]() mutable {
           RankCaseResult r = run->finish();
           r.phases.barrier_ms += barrier_ms;
