@@ -1,9 +1,10 @@
 // The direct DCP all-to-all + LSE combine (SPEC section 1).
 //
 // One call on slot `slot` is two kernels on the caller's stream:
-//   dispatch: (under PDL, griddepcontrol.wait first) e = state.epoch + 1, parity = e & 1. Block (x, d) copies this
-//     rank's head slice [d*H, (d+1)*H) of some tokens into destination d's
-//     receive buffers at [parity][r], publishing LSE as base-2 fp32 (-inf for
+//   dispatch: (under PDL, griddepcontrol.wait first) e = state.epoch + 1,
+//     parity = e & 1. Block (x, d) copies this rank's head slice
+//     [d*H, (d+1)*H) of some tokens into destination d's receive buffers at
+//     [parity][r], publishing LSE as base-2 fp32 (-inf for
 //     rows of empty KV shards, whose payload is skipped). The last block to
 //     finish for destination d release-stores e into d's flag [parity][r]; the
 //     last destination signalled writes e back to state.epoch.
