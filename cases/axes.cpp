@@ -29,6 +29,7 @@ constexpr SpecialLse kSpecials[] = {SpecialLse::kNone,   SpecialLse::kEqual,  Sp
                                     SpecialLse::kPosInf, SpecialLse::kNegInf, SpecialLse::kNan};
 constexpr ExecMode kModes[] = {ExecMode::kEager, ExecMode::kGraph, ExecMode::kPipelined,
                                ExecMode::kMixed};
+constexpr Producer kProducers[] = {Producer::kDefault, Producer::kSlow, Producer::kSlowPdl};
 
 // ---- id tokens ----
 
@@ -606,13 +607,39 @@ std::vector<AxisDesc> make_table() {
          c.epoch_start = v.is_null() ? std::nullopt : std::optional(v.get<uint32_t>());
        },
        .label = epoch_label},
+      // Optional token "prod<slow|pdl>"; the default has none. Not a suite axis:
+      // the suites add their producer cases by hand (suites.cpp).
+      {.name = "producer",
+       .token = [](const Case& c) {
+         return c.producer == Producer::kDefault ? std::string() : "prod" + str(c.producer);
+       },
+       .read = [](IdTokens& t, Case& c) {
+         if (!t.peek().starts_with("prod")) return std::string();
+         const auto v = lookup(t.peek().substr(4), kProducers);
+         if (!v || *v == Producer::kDefault) return bad(t.peek(), "prodslow|prodpdl");
+         c.producer = *v;
+         t.next();
+         return std::string();
+       },
+       .draw = [](Rng& r, Case& c, const RandomContext&) {
+         if (r.chance(0.05)) c.producer = r.chance(0.5) ? Producer::kSlow : Producer::kSlowPdl;
+       },
+       .shrink = shrink_to_default<&Case::producer>,
+       .measure = off_default<&Case::producer>,
+       .to_json = json_put_name<&Case::producer>("producer"),
+       // Bundles written before the axis existed have no field: the default.
+       .from_json = [](const json& j, Case& c) {
+         c.producer = Producer::kDefault;
+         if (j.contains("producer")) json_get_name<&Case::producer>("producer", kProducers)(j, c);
+       },
+       .label = label_of<&Case::producer>},
       // Drawn by suites and random_case from their own seeds, never shrunk.
       {.name = "seed",
        .token = [](const Case& c) { return fmt::format("s{:06x}", c.seed); },
        .read = [](IdTokens& t, Case& c) {
          const std::string_view tok = t.peek();
          const auto seed = tok.starts_with("s") ? parse_hex(tok.substr(1)) : std::nullopt;
-         if (!seed) return bad(tok, "[-l<layers>][-skew][-ep<hex>]-s<hex seed>");
+         if (!seed) return bad(tok, "[-l<layers>][-skew][-ep<hex>][-prod<slow|pdl>]-s<hex seed>");
          c.seed = *seed;
          t.next();
          return std::string();

@@ -145,4 +145,16 @@ std::string_view to_string(ExecMode m) {
   return "?";
 }
 
+std::string_view to_string(Producer p) {
+  switch (p) {
+    case Producer::kDefault:
+      return "default";
+    case Producer::kSlow:
+      return "slow";
+    case Producer::kSlowPdl:
+      return "pdl";
+  }
+  return "?";
+}
+
 }  // namespace dcp

@@ -40,6 +40,16 @@ enum class ExecMode : uint8_t {
   kMixed,      // eager, graph and pipelined batches mixed (order drawn from the seed)
 };
 
+// What writes partial_output and partial_lse right before the call (GPU backend;
+// the host backend has no stream and runs every value like the default).
+enum class Producer : uint8_t {
+  kDefault,  // inputs copied in, partial_output by a producer kernel, then the copies of the rest
+  kSlow,     // one producer kernel, the last thing before the op, writes both inputs over
+             // poison; the block of the last token row waits ~30 us before writing it
+  kSlowPdl,  // the same, triggering programmatic completion at its start; the op is asked to
+             // launch with PDL (DCP_CALL_PDL; needs capability pdl)
+};
+
 // A model geometry: heads per rank and head dim after TP sharding.
 struct Geometry {
   std::string name;         // preset name ("kimi") or "" for custom
@@ -70,6 +80,7 @@ struct Case {
   int num_layers = 1;         // each call repeated for L layers on the same workspace
   bool skew = false;          // random per-rank delays before calls
   std::optional<uint32_t> epoch_start;  // set every slot's epoch to this before the case
+  Producer producer = Producer::kDefault;
   uint64_t seed = 0;          // mixed into every generated value (printed as hex)
 
   bool operator==(const Case&) const = default;
@@ -92,7 +103,7 @@ inline bool epoch_starts_below(const Case& c, uint64_t edge) {
 }
 
 // Format: dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone[-special<v>]-ub2-graph4
-//         [-l<L>][-skew][-ep<hex>]-s<hex>
+//         [-l<L>][-skew][-ep<hex>][-prodslow|-prodpdl]-s<hex>
 // (each axis's tokens, in the order of the axis table, cases/axes.h).
 // "contig" replaces "pad0x0". A custom geometry is written h<H>d<D>m<maxT>[p<storage>].
 std::string format_case_id(const Case& c);
@@ -106,5 +117,6 @@ std::string_view to_string(LseBase b);
 std::string_view to_string(EmptyPattern e);
 std::string_view to_string(SpecialLse s);
 std::string_view to_string(ExecMode m);
+std::string_view to_string(Producer p);  // "default", "slow", "pdl"
 
 }  // namespace dcp

@@ -1,6 +1,7 @@
 #include "case.h"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <string>
 
@@ -70,6 +71,37 @@ TEST_CASE("optional tokens and every enum value round trip") {
   check_round_trip(c);
   c.seed = 0xFFFFFFFFFFFFFFFFull;
   check_round_trip(c);
+}
+
+TEST_CASE("the producer token: optional, after the epoch, round trips") {
+  Case c = example();
+  c.producer = Producer::kSlow;
+  CHECK(format_case_id(c) ==
+        "dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone-ub2-graph4-prodslow-s1a2b3c");
+  check_round_trip(c);
+  c.producer = Producer::kSlowPdl;
+  c.epoch_start = 0x7FFFFFFDu;
+  c.skew = true;
+  CHECK(format_case_id(c) ==
+        "dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone-ub2-graph4-skew-ep7ffffffd-prodpdl"
+        "-s1a2b3c");
+  check_round_trip(c);
+  c.producer = Producer::kDefault;
+  CHECK(format_case_id(c).find("prod") == std::string::npos);  // the default has no token
+  for (const char* bad : {"prodfast", "proddefault", "prod"}) {
+    std::string err;
+    const std::string id =
+        fmt::format("dcp4-kimi-bf16-lsefp32-base2-t17-contig-emptyone-ub2-graph4-{}-s1a2b3c", bad);
+    CAPTURE(id);
+    CHECK_FALSE(parse_case_id(id, &err).has_value());
+    CHECK_MESSAGE(err.find(fmt::format("'{}'", bad)) != std::string::npos, err);
+    CHECK(err.find("prodslow|prodpdl") != std::string::npos);
+  }
+  std::string err;  // the token's place is after the epoch, before the seed
+  CHECK_FALSE(parse_case_id(
+                  "dcp4-kimi-bf16-lsefp32-base2-t17-contig-emptyone-ub2-graph4-prodpdl-skew-s1a2b3c",
+                  &err)
+                  .has_value());
 }
 
 TEST_CASE("preset names with dashes and custom geometries") {

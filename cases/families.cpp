@@ -19,6 +19,16 @@ const std::vector<CaseFamily>& case_families() {
        "every case of a kernel that declares combined-lse: its [T, H] LSE is checked too",
        "a combined LSE in the wrong base or not -inf for empty rows (combined-lse-base-2)",
        [](const Case&) { return true; }},
+      {"slow-producer",
+       "one producer kernel, the last thing before the op, writes both inputs over poison and "
+       "its last token row ~30 us late (stream order must hide it)",
+       "a kernel that reads its inputs on another stream or before the op's stream position",
+       [](const Case& c) { return c.producer == Producer::kSlow; }},
+      {"producer-pdl",
+       "the same producer triggers programmatic completion at its start and the op is asked "
+       "to launch with PDL (T = 1-2, eager, pipelined and under graphs)",
+       "a PDL launch that reads its inputs before griddepcontrol.wait (no-grid-dependency-wait)",
+       [](const Case& c) { return c.producer == Producer::kSlowPdl; }},
       {"guard-zones", "every case: canaries before and after the output and after every payload region",
        "a write out of bounds that hits no live buffer (write-past-output)",
        [](const Case&) { return true; }},

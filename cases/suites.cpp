@@ -1,7 +1,7 @@
 // Suites. `default` is a greedy pairwise covering array, built once per DCP
 // group size, over the main axes and the secondary ones (every pair of values
 // of any two axes appears with every group size), plus the upstream test's
-// own cases. `full` is the product of the main axes, secondary axes cycled.
+// own cases, the capacity cases and the producer cases (families.h). `full` is the product of the main axes, secondary axes cycled.
 // The axes and their values are the table's (cases/axes.h).
 #include "suites.h"
 
@@ -154,6 +154,36 @@ std::vector<Case> capacity_cases(const SuiteOptions& opts, const Geometry& g) {
   return cases;
 }
 
+// The producer families (KERNELS.md failure mode 4, worst at T = 1-2 under
+// graphs): per group size, the slow producer eager and graph-replayed, and
+// with PDL eager, pipelined on two slots, and graph-replayed on two slots with
+// an empty shard (so seq_lens is read under PDL too).
+std::vector<Case> producer_cases(const SuiteOptions& opts, const Geometry& g) {
+  std::vector<Case> cases;
+  auto add = [&](int w, Producer p, int tokens, ExecMode mode, int calls, int slots,
+                 EmptyPattern e) {
+    Case c;
+    c.geometry = g;
+    c.dcp_size = w;
+    c.producer = p;
+    c.num_tokens = std::min(tokens, g.max_tokens);
+    c.mode = mode;
+    c.num_calls = calls;
+    c.num_slots = slots;
+    c.empty = e;
+    cases.push_back(c);
+  };
+  for (int w : dcp_sizes_for_world(opts.world)) {
+    add(w, Producer::kSlow, 1, ExecMode::kEager, 2, 1, EmptyPattern::kNone);
+    add(w, Producer::kSlow, 2, ExecMode::kGraph, 3, 1, EmptyPattern::kNone);
+    add(w, Producer::kSlowPdl, 1, ExecMode::kEager, 2, 1, EmptyPattern::kNone);
+    add(w, Producer::kSlowPdl, 2, ExecMode::kPipelined, 4, 2, EmptyPattern::kNone);
+    add(w, Producer::kSlowPdl, 1, ExecMode::kGraph, 3, 2, EmptyPattern::kOne);
+  }
+  finish(cases, opts.base_seed);
+  return cases;
+}
+
 std::vector<Case> upstream_suite(const SuiteOptions& opts) {
   // The upstream test: Kimi-K3 geometry in 128-head storage, T in {1, 17}
   // contiguous and {5, 128} padded, no empty shard or one, 3 graph replays;
@@ -214,6 +244,7 @@ std::vector<Case> default_suite(const SuiteOptions& opts, const Geometry& g) {
     if (std::find(cases.begin(), cases.end(), u) == cases.end()) cases.push_back(u);
   }
   for (const Case& k : capacity_cases(opts, g)) cases.push_back(k);
+  for (const Case& p : producer_cases(opts, g)) cases.push_back(p);
   return cases;
 }
 
@@ -238,6 +269,7 @@ std::vector<Case> full_suite(const SuiteOptions& opts, const Geometry& g) {
   }
   finish(cases, opts.base_seed);
   for (const Case& k : capacity_cases(opts, g)) cases.push_back(k);
+  for (const Case& p : producer_cases(opts, g)) cases.push_back(p);
   return cases;
 }
 

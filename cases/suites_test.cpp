@@ -1,6 +1,7 @@
 #include "suites.h"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
@@ -11,6 +12,7 @@
 
 #include "geometry.h"
 #include "plan.h"
+#include "random_case.h"
 
 namespace dcp {
 namespace {
@@ -182,6 +184,34 @@ TEST_CASE("suite sizes and determinism") {
   CHECK(a == b);
 }
 
+TEST_CASE("default holds the producer cases: slow and PDL, T <= 2, eager, pipelined, graph") {
+  for (int world : {2, 4, 8}) {
+    const auto def = build_suite("default", {world, *find_geometry("kimi"), 0});
+    for (int w : dcp_sizes_for_world(world)) {
+      std::set<std::string> shapes;
+      for (const Case& c : def) {
+        if (c.dcp_size != w || c.producer == Producer::kDefault) continue;
+        CHECK(c.num_tokens <= 2);
+        shapes.insert(fmt::format("{}-{}", to_string(c.producer), to_string(c.mode)));
+      }
+      CAPTURE(w);
+      for (const char* s : {"slow-eager", "slow-graph", "pdl-eager", "pdl-pipe", "pdl-graph"}) {
+        CHECK_MESSAGE(shapes.count(s) == 1, s);
+      }
+    }
+  }
+  // stress draws the axis now and then.
+  int slow = 0, pdl = 0;
+  for (uint64_t i = 0; i < 2000; ++i) {
+    const Case c = random_case(7, i, 4, *find_geometry("kimi"));
+    slow += c.producer == Producer::kSlow ? 1 : 0;
+    pdl += c.producer == Producer::kSlowPdl ? 1 : 0;
+  }
+  CHECK(slow > 10);
+  CHECK(pdl > 10);
+  CHECK(slow + pdl < 200);
+}
+
 TEST_CASE("upstream cases are all in default, as specified") {
   for (int world : {2, 4}) {
     for (const char* geo : {"kimi", "tiny", "kimi-k3"}) {
@@ -226,8 +256,9 @@ TEST_CASE("smoke, full and dcp sizes") {
   CHECK(smoke.size() >= 4);
   CHECK(smoke.size() <= 8);
   const auto full = build_suite("full", {2, *find_geometry("tiny"), 0});
-  // tiny: 6 token counts; plus the capacity family (2 cases per group size).
-  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2 + 2);
+  // tiny: 6 token counts; plus the capacity family (2 cases per group size)
+  // and the producer cases (5 per group size).
+  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2 + 2 + 5);
   CHECK_THROWS_AS(build_suite("nope", {2, *find_geometry("tiny"), 0}), std::invalid_argument);
 }
 

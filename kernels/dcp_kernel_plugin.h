@@ -91,6 +91,7 @@ typedef enum dcpEpochKind {
 #define DCP_CAP_TIMEOUT_HINT (1ull << 5)         /* bounds its device waits by args->timeout_ns */
 #define DCP_CAP_COMBINED_LSE (1ull << 6)         /* writes args->combined_lse when it is not NULL */
 #define DCP_CAP_WAIT_STATUS (1ull << 7)          /* writes config->wait_status while it waits */
+#define DCP_CAP_PDL (1ull << 8)                  /* honours DCP_CALL_PDL in args->flags */
 
 /* Region kinds. */
 typedef enum dcpRegionKind {
@@ -205,7 +206,22 @@ typedef struct dcpCallArgs_v1 {
   void* output;
   float* combined_lse; /* [T, H] fp32 in the input's base, or NULL */
   uint64_t timeout_ns; /* bound for device waits (DCP_CAP_TIMEOUT_HINT) */
+  /* Added after the first release of v1: read it only when DCP_CALL_HAS_FLAGS(args)
+   * (a plugin built against the older struct never sees it and keeps working). */
+  uint32_t flags; /* DCP_CALL_* bits */
 } dcpCallArgs_v1;
+
+/* Whether the writer's dcpCallArgs_v1 holds `flags` (struct_size covers it). */
+#define DCP_CALL_HAS_FLAGS(args) \
+  ((args)->struct_size >= offsetof(dcpCallArgs_v1, flags) + sizeof(uint32_t))
+
+/* The inputs' producer (the kernel enqueued right before this call) triggered
+ * programmatic completion early (griddepcontrol.launch_dependents): launch your
+ * first kernel with cudaLaunchAttributeProgrammaticStreamSerialization and execute
+ * griddepcontrol.wait (cudaGridDependencySynchronize) before reading any input
+ * (partial_output, partial_lse, seq_lens, query_start_loc). Set only for a kernel
+ * that declares DCP_CAP_PDL; others never get the cases that need it. */
+#define DCP_CALL_PDL 1u
 
 /* A deliberately broken variant, for `dcp-check selftest --kernel lib.so`. */
 typedef struct dcpMutantInfo_v1 {

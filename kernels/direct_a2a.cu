@@ -1,9 +1,10 @@
 // The direct DCP all-to-all + LSE combine (SPEC section 1).
 //
 // One call on slot `slot` is two kernels on the caller's stream:
-//   dispatch: e = state.epoch + 1, parity = e & 1. Block (x, d) copies this
-//     rank's head slice [d*H, (d+1)*H) of some tokens into destination d's
-//     receive buffers at [parity][r], publishing LSE as base-2 fp32 (-inf for
+//   dispatch: (under PDL, griddepcontrol.wait first) e = state.epoch + 1,
+//     parity = e & 1. Block (x, d) copies this rank's head slice
+//     [d*H, (d+1)*H) of some tokens into destination d's receive buffers at
+//     [parity][r], publishing LSE as base-2 fp32 (-inf for
 //     rows of empty KV shards, whose payload is skipped). The last block to
 //     finish for destination d release-stores e into d's flag [parity][r]; the
 //     last destination signalled writes e back to state.epoch.
@@ -111,10 +112,20 @@ __device__ __forceinline__ bool flag_accepted(uint32_t flag, uint32_t epoch, int
 
 // ------------------------------------------------------------------ dispatch
 
+// Under PDL (p.pdl) this kernel may start while the inputs' producer still
+// runs: griddepcontrol.wait blocks until the producer grid completed and its
+// writes are visible. It comes before any load, the slot state's included.
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 template <ElemType kLse, bool kWithMutants>
 __global__ void __launch_bounds__(256)
     direct_dispatch_kernel(const DirectA2AParams p, int mutant_id) {
   const int mutant = active_mutant<kWithMutants>(mutant_id);
+  if (p.pdl != 0 && mutant != kMutantNoGridDependencyWait) grid_dependency_wait();
   DirectSlotState* st = slot_state(p, mutant);
   const bool relaxed = mutant == kMutantRelaxedOrdering;
   const uint32_t epoch = load_volatile(&st->epoch) + 1u;
@@ -302,28 +313,47 @@ __global__ void reset_kernel(SlotFlags slot_flags, int num_slots, int dcp_size,
 
 // ------------------------------------------------------------------- launch
 
+// The dispatch launch; with p.pdl it may overlap the kernel before it on the
+// stream (programmatic stream serialization), which is the producer's.
+template <ElemType kLse, bool kWithMutants>
+cudaError_t launch_dispatch(const DirectA2AParams& p, int mutant, dim3 grid, int threads,
+                            cudaStream_t stream) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = dim3(threads);
+  config.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attr;
+  config.numAttrs = p.pdl != 0 ? 1 : 0;
+  return cudaLaunchKernelEx(&config, direct_dispatch_kernel<kLse, kWithMutants>, p, mutant);
+}
+
 template <bool kWithMutants>
 cudaError_t launch_impl(const DirectA2AParams& p, int mutant, cudaStream_t stream) {
   if (!validate_direct_params(p, mutant).empty()) return cudaErrorInvalidValue;
   const int vecs_per_row = p.heads_per_rank * p.head_dim / device::kVecElems;
   const int dispatch_threads = std::min(256, std::max(64, (vecs_per_row + 31) / 32 * 32));
   const dim3 dispatch_grid(std::min(p.num_tokens, kMaxDispatchBlocksPerDest), p.dcp_size);
+  cudaError_t launched = cudaErrorInvalidValue;
   switch (p.lse_dtype) {
     case ElemType::kFp32:
-      direct_dispatch_kernel<ElemType::kFp32, kWithMutants>
-          <<<dispatch_grid, dispatch_threads, 0, stream>>>(p, mutant);
+      launched = launch_dispatch<ElemType::kFp32, kWithMutants>(p, mutant, dispatch_grid,
+                                                                dispatch_threads, stream);
       break;
     case ElemType::kFp16:
-      direct_dispatch_kernel<ElemType::kFp16, kWithMutants>
-          <<<dispatch_grid, dispatch_threads, 0, stream>>>(p, mutant);
+      launched = launch_dispatch<ElemType::kFp16, kWithMutants>(p, mutant, dispatch_grid,
+                                                                dispatch_threads, stream);
       break;
     case ElemType::kBf16:
-      direct_dispatch_kernel<ElemType::kBf16, kWithMutants>
-          <<<dispatch_grid, dispatch_threads, 0, stream>>>(p, mutant);
+      launched = launch_dispatch<ElemType::kBf16, kWithMutants>(p, mutant, dispatch_grid,
+                                                                dispatch_threads, stream);
       break;
     default:
       return cudaErrorInvalidValue;
   }
+  if (launched != cudaSuccess) return launched;
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
   const int rows = p.num_tokens * p.heads_per_rank;
   const int combine_blocks =

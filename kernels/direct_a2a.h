@@ -65,7 +65,9 @@ struct DirectA2AParams {
   ElemType out_dtype;        // kFp16 or kBf16
   ElemType lse_dtype;        // kFp32, kFp16 or kBf16
   uint8_t lse_base_e;        // 1: natural log, 0: base 2
-  uint8_t pad0;
+  uint8_t pdl;               // 1: the inputs' producer triggered early (DCP_CALL_PDL): dispatch
+                             // is launched with programmatic stream serialization and
+                             // executes griddepcontrol.wait before it reads any input
   int32_t num_tokens;            // T, 1 <= T <= max_tokens
   int32_t dcp_size;              // W <= kMaxDcpSize
   int32_t heads_per_rank;        // H

@@ -31,6 +31,7 @@ enum GpuMutantId : int {
   kMutantSignedEpochOrder = 17,
   kMutantNoCapacityCheck = 18,
   kMutantCombinedLseBase2 = 19,
+  kMutantNoGridDependencyWait = 20,
 };
 
 struct GpuMutantInfo {
@@ -122,6 +123,12 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "the combined LSE is written in base 2 (the receive buffers' base) for base-e inputs: "
      "every output element is right; only the combined-LSE check sees it",
      true, "", false, 2, "combined-lse"},
+    {kMutantNoGridDependencyWait, "no-grid-dependency-wait", "memory-ordering",
+     "asked for PDL (DCP_CALL_PDL), dispatch is launched with programmatic stream "
+     "serialization but reads its inputs without griddepcontrol.wait: it reads them while the "
+     "producer still writes (poison); without PDL stream order hides it, so only the PDL "
+     "producer cases reach it",
+     true, "", false, 2, "producer-pdl"},
 };
 
 inline const GpuMutantInfo* find_gpu_mutant(int id) {

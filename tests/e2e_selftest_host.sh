@@ -70,6 +70,16 @@ second=$(caught_counts "$work/second.json") || fail "cannot read caught counts"
 [ "$first" = "$second" ] || fail "caught counts differ between two runs: $first vs $second"
 echo "ok   same caught counts on two runs: $first"
 
+# no-grid-dependency-wait is reached only under PDL: the slow producer cases
+# without it (stream order) miss it, so there it survives (exit 1).
+"$bin" selftest --backend host --world 2 --geometry tiny --suite default --filter prodslow \
+  --mutants no-grid-dependency-wait --no-upstream >"$work/prodslow.txt" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || { cat "$work/prodslow.txt"; fail "no-grid-dependency-wait on prodslow exited $rc, want 1"; }
+grep -q "no-grid-dependency-wait (memory-ordering): SURVIVED" "$work/prodslow.txt" ||
+  fail "no-grid-dependency-wait does not survive the prodslow cases"
+echo "ok   no-grid-dependency-wait survives the cases without PDL"
+
 # An unknown mutant name is bad usage: exit 2 with a message naming it.
 "$bin" selftest --backend host --world 2 --geometry tiny --suite smoke --mutants no-such \
   >"$work/usage.txt" 2>&1

@@ -1,6 +1,8 @@
 // gpu_inputs: the GPU's input producer writes exactly the bytes of the host
 // generator (generate_source_inputs), for random cases of every dtype, empty
-// pattern, special value and padding. Exit 77 (skipped, by name) without a GPU.
+// pattern, special value and padding; so does the slow producer (both inputs,
+// over poison, with and without the early PDL trigger). Exit 77 (skipped, by
+// name) without a GPU.
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -39,6 +41,44 @@ bool produce(const Case& c, const dcp::OutputStreams& streams, uint64_t tweak,
   return ok;
 }
 
+// The slow producer's partial_output and partial_lse, written over 0xFF.
+bool produce_slow(const Case& c, const dcp::OutputStreams& streams,
+                  const std::vector<uint8_t>& lse, bool pdl, std::vector<uint8_t>& out,
+                  std::vector<uint8_t>& lse_out) {
+  const size_t bytes = 2 * static_cast<size_t>(c.num_tokens) * c.out_token_stride();
+  void *dev_out = nullptr, *dev_flags = nullptr, *dev_lse_src = nullptr, *dev_lse = nullptr,
+       *dev_params = nullptr;
+  bool ok = cudaMalloc(&dev_out, bytes) == cudaSuccess &&
+            cudaMalloc(&dev_flags, streams.token_normal.size()) == cudaSuccess &&
+            cudaMalloc(&dev_lse_src, lse.size()) == cudaSuccess &&
+            cudaMalloc(&dev_lse, lse.size()) == cudaSuccess &&
+            cudaMalloc(&dev_params, sizeof(dcp::SlowProducerParams)) == cudaSuccess &&
+            cudaMemset(dev_out, 0xFF, bytes) == cudaSuccess &&
+            cudaMemset(dev_lse, 0xFF, lse.size()) == cudaSuccess &&
+            cudaMemcpy(dev_flags, streams.token_normal.data(), streams.token_normal.size(),
+                       cudaMemcpyHostToDevice) == cudaSuccess &&
+            cudaMemcpy(dev_lse_src, lse.data(), lse.size(), cudaMemcpyHostToDevice) == cudaSuccess;
+  if (ok) {
+    dcp::SlowProducerParams p{};
+    p.recipe = streams.recipe(c, static_cast<const uint8_t*>(dev_flags));
+    p.partial_output = static_cast<uint16_t*>(dev_out);
+    p.lse_src = static_cast<const uint8_t*>(dev_lse_src);
+    p.partial_lse = static_cast<uint8_t*>(dev_lse);
+    p.lse_row_bytes = static_cast<int64_t>(lse.size()) / c.num_tokens;
+    p.delay_ns = 2000;
+    out.resize(bytes);
+    lse_out.resize(lse.size());
+    ok = cudaMemcpy(dev_params, &p, sizeof p, cudaMemcpyHostToDevice) == cudaSuccess &&
+         dcp::launch_slow_input_producer(static_cast<const dcp::SlowProducerParams*>(dev_params),
+                                         c.num_tokens, c.out_token_stride(), pdl,
+                                         nullptr) == cudaSuccess &&
+         cudaMemcpy(out.data(), dev_out, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
+         cudaMemcpy(lse_out.data(), dev_lse, lse.size(), cudaMemcpyDeviceToHost) == cudaSuccess;
+  }
+  for (void* ptr : {dev_out, dev_flags, dev_lse_src, dev_lse, dev_params}) cudaFree(ptr);
+  return ok;
+}
+
 }  // namespace
 
 int main() {
@@ -54,8 +94,8 @@ int main() {
     const int group = static_cast<int>(i % 2), op = static_cast<int>(i % 7);
     const dcp::OpGenerator gen(c, group, op);
     for (int src = 0; src < c.dcp_size; ++src) {
-      const std::vector<uint8_t> host =
-          dcp::generate_source_inputs(c, group, op, src).partial_output;
+      const dcp::SourceInputs inputs = dcp::generate_source_inputs(c, group, op, src);
+      const std::vector<uint8_t>& host = inputs.partial_output;
       const dcp::OutputStreams streams = dcp::output_streams(gen, c, src);
       std::vector<uint8_t> device;
       if (!produce(c, streams, 0, device)) {
@@ -68,6 +108,19 @@ int main() {
         std::printf("FAIL: gpu_inputs: case %s source %d: byte %zu is 0x%02x on the device, "
                     "0x%02x on the host\n",
                     dcp::format_case_id(c).c_str(), src, at, device[at], host[at]);
+        return 1;
+      }
+      std::vector<uint8_t> slow_out, slow_lse;
+      if (!produce_slow(c, streams, inputs.partial_lse, src % 2 == 1, slow_out, slow_lse)) {
+        std::printf("FAIL: gpu_inputs: CUDA error (slow producer): %s\n",
+                    cudaGetErrorString(cudaGetLastError()));
+        return 1;
+      }
+      if (slow_out != host || slow_lse != inputs.partial_lse) {
+        std::printf("FAIL: gpu_inputs: case %s source %d: the slow producer's %s differs from "
+                    "the host's\n",
+                    dcp::format_case_id(c).c_str(), src,
+                    slow_out != host ? "partial_output" : "partial_lse");
         return 1;
       }
       compared += static_cast<int64_t>(host.size() / 2);
@@ -84,8 +137,8 @@ int main() {
     std::printf("FAIL: gpu_inputs: a producer with a wrong row-scale key matched the host\n");
     return 1;
   }
-  std::printf("PASS: gpu_inputs: %lld elements of 60 random cases bit-identical to the host; "
-              "a wrong producer differs\n",
+  std::printf("PASS: gpu_inputs: %lld elements of 60 random cases bit-identical to the host "
+              "(both producers); a wrong producer differs\n",
               static_cast<long long>(compared));
   return 0;
 }

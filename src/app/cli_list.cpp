@@ -29,7 +29,7 @@ void print_families(const std::vector<Case>& cases) {
   for (const CaseFamily& f : case_families()) {
     size_t n = 0;
     for (const Case& c : cases) n += f.member(c) ? 1 : 0;
-    fmt::print("{:<12} {:>4} of {} cases  {}\n{:<12} catches: {}\n", f.name, n, cases.size(), f.what,
+    fmt::print("{:<13} {:>4} of {} cases  {}\n{:<13} catches: {}\n", f.name, n, cases.size(), f.what,
                "", f.catches);
   }
 }

@@ -123,6 +123,7 @@ dcpStatus_t direct_call(void* context, const dcpCallArgs_v1* a) {
   p.out_dtype = elem_of(a->out_dtype);
   p.lse_dtype = elem_of(a->lse_dtype);
   p.lse_base_e = a->lse_base == DCP_LSE_BASE_E ? 1 : 0;
+  p.pdl = DCP_CALL_HAS_FLAGS(a) && (a->flags & DCP_CALL_PDL) != 0 ? 1 : 0;
   p.num_tokens = a->num_tokens;
   p.dcp_size = l.dcp_size;
   p.heads_per_rank = l.heads_per_rank;
@@ -299,7 +300,7 @@ dcpKernelPlugin_v1_t make_direct() {
   t.epoch_kind = DCP_EPOCH_U32;
   t.capabilities =
       DCP_CAP_GRAPH_SAFE | DCP_CAP_MASKS_EMPTY_KV | DCP_CAP_TIMEOUT_HINT | DCP_CAP_WAIT_STATUS |
-      DCP_CAP_COMBINED_LSE;
+      DCP_CAP_COMBINED_LSE | DCP_CAP_PDL;
   t.mutants = kDirectMutants.data();
   t.num_mutants = static_cast<int32_t>(kDirectMutants.size());
   t.get_workspace = direct_get_workspace;

@@ -41,6 +41,7 @@ constexpr CapName kCapNames[] = {
     {DCP_CAP_TIMEOUT_HINT, "timeout-hint"},
     {DCP_CAP_COMBINED_LSE, "combined-lse"},
     {DCP_CAP_WAIT_STATUS, "wait-status"},
+    {DCP_CAP_PDL, "pdl"},
 };
 
 bool printable(const char* s, size_t max_len) {
@@ -362,6 +363,12 @@ std::string case_skip_reason(const KernelInfo& k, const Case& c, bool ranks_shar
   const bool graphs = c.mode == ExecMode::kGraph || c.mode == ExecMode::kMixed;
   if (graphs && k.memory == DCP_MEMORY_DEVICE && !k.has(DCP_CAP_GRAPH_SAFE)) {
     return fmt::format("{} lacks capability graph-safe (the case replays CUDA graphs)", who);
+  }
+  if (c.producer == Producer::kSlowPdl && k.memory == DCP_MEMORY_DEVICE && !k.has(DCP_CAP_PDL)) {
+    return fmt::format(
+        "{} lacks capability pdl (the case's input producer triggers programmatic completion "
+        "early and asks for a PDL launch)",
+        who);
   }
   if (c.empty != EmptyPattern::kNone && !k.has(DCP_CAP_MASKS_EMPTY_KV)) {
     return fmt::format("{} lacks capability masks-empty-kv (the case has empty KV shards)", who);

@@ -94,6 +94,39 @@ TEST_CASE("case skips name the missing declaration and shared GPUs matter only w
   CHECK(case_skip_reason(k, c, false).find("ubatch slot") != std::string::npos);
 }
 
+TEST_CASE("PDL producer cases are skipped by name for a device kernel without capability pdl") {
+  const KernelInfo direct = load_kernel("direct")->info();
+  const KernelInfo stock = load_kernel("stock")->info();
+  CHECK(direct.has(DCP_CAP_PDL));
+  CHECK_FALSE(stock.has(DCP_CAP_PDL));
+  CHECK(capability_name(DCP_CAP_PDL) == "pdl");
+  Case c;
+  c.geometry = Geometry{"", 2, 64, 32, 0, ""};
+  c.producer = Producer::kSlow;  // stream order alone: every kernel runs it
+  CHECK(case_skip_reason(stock, c, false).empty());
+  c.producer = Producer::kSlowPdl;
+  CHECK(case_skip_reason(direct, c, false).empty());
+  const std::string why = case_skip_reason(stock, c, false);
+  CHECK(why.find("kernel 'stock'") != std::string::npos);
+  CHECK(why.find("lacks capability pdl") != std::string::npos);
+  KernelInfo no_pdl = direct;
+  no_pdl.capabilities &= ~DCP_CAP_PDL;
+  CHECK(case_skip_reason(no_pdl, c, false).find("pdl") != std::string::npos);
+  KernelInfo host = no_pdl;  // a host plugin has no streams: the axis changes nothing for it
+  host.memory = DCP_MEMORY_HOST;
+  CHECK(case_skip_reason(host, c, false).empty());
+}
+
+TEST_CASE("dcpCallArgs_v1.flags is read only when struct_size covers it") {
+  dcpCallArgs_v1 a{};
+  a.struct_size = sizeof a;
+  CHECK(DCP_CALL_HAS_FLAGS(&a));
+  a.struct_size = offsetof(dcpCallArgs_v1, flags);  // a writer built before the field
+  CHECK_FALSE(DCP_CALL_HAS_FLAGS(&a));
+  a.struct_size = offsetof(dcpCallArgs_v1, timeout_ns) + sizeof a.timeout_ns;
+  CHECK_FALSE(DCP_CALL_HAS_FLAGS(&a));
+}
+
 TEST_CASE("session refusals: memory kind vs backend, distinct GPUs") {
   const KernelInfo direct = load_kernel("direct")->info();
   const KernelInfo stock = load_kernel("stock")->info();

@@ -3,7 +3,10 @@
 // Every call, whatever the mode, is the same sequence on one stream: copy the
 // inputs in (from pinned staging), poison the output (0xFF bytes: NaN in fp16
 // and bf16), skew delay, the op (or a replay of the graph that captured it),
-// copy the output out. Modes differ only in buffers and synchronisation:
+// copy the output out. With a slow producer (Case::producer) both inputs are
+// poisoned instead and the producer kernel, the last thing before the op,
+// writes them (under graphs it is captured with the op, its parameters
+// copied in before each replay). Modes differ only in buffers and synchronisation:
 //   eager      one buffer set, host sync after every call;
 //   pipelined  one buffer set per call, one sync after the whole batch;
 //   graph      one buffer set per slot, owned by the slot's graph (captured
@@ -58,16 +61,22 @@ struct CallShape {
   size_t in_lse_bytes = 0;
   size_t output_bytes = 0;
   size_t lse_out_bytes = 0;  // the combined LSE, when the kernel writes it (else 0)
+  Producer producer = Producer::kDefault;
 };
+
+// How long the slow producer's last token row is late.
+constexpr uint32_t kSlowProducerDelayNs = 30'000;
 
 struct CallBuffers {  // device side of one call
   DeviceBuffer partial_output, partial_lse, seq_lens, query_start_loc, output, token_normal;
+  DeviceBuffer lse_source, producer_params;  // the slow producer's (SlowProducerParams)
 };
 // The output buffer is [guard | output | guard] (guard_zone.h), followed by
 // [combined LSE | guard] when the kernel writes it; `guards` receives every
 // guard after the call, and `output` the output then the combined LSE.
 struct CallStaging {  // host side of one call
   PinnedBuffer partial_output, partial_lse, seq_lens, query_start_loc, output, token_normal, guards;
+  PinnedBuffer producer_params;
 };
 
 // Everything one op launch reads: the plugin call's arguments. Zeroed with
@@ -89,6 +98,7 @@ struct MappedRegion {
 struct SlotGraph {
   GraphExec exec;
   OpLaunch key;
+  Producer producer = Producer::kDefault;  // captured before the op, when not the default
   bool valid = false;
   bool warmed = false;  // one eager call ran on this slot (eager-before-capture)
   CallBuffers buffers;
@@ -121,9 +131,14 @@ class GpuBackend final : public RankBackend {
   void stage(const CallShape& sh, const CallInputs& in, CallStaging& st) const;
   OpLaunch make_launch(const CallShape& sh, int slot, const CallBuffers& b) const;
   void enqueue_op(const OpLaunch& op, cudaStream_t s);
+  void enqueue_inputs(const CallShape& sh, const CallInputs& in, CallStaging& st, CallBuffers& b,
+                      cudaStream_t s);
+  void enqueue_slow_inputs(const CallShape& sh, const CallInputs& in, CallStaging& st,
+                           CallBuffers& b, cudaStream_t s);
+  void launch_producer(const CallShape& sh, const CallBuffers& b, cudaStream_t s);
   void enqueue_call(const CallShape& sh, const CallInputs& in, CallStaging& st, CallBuffers& b,
                     cudaStream_t s, cudaGraphExec_t graph, PhaseTimes* phases);
-  void capture(SlotGraph& g, const OpLaunch& op, cudaStream_t s);
+  void capture(SlotGraph& g, const CallShape& sh, const OpLaunch& op, cudaStream_t s);
   cudaStream_t stream_for(int slot) const;
   void sync_all();
   // Throws for a failed CUDA call of a batch: device faults (and any error in
@@ -361,6 +376,7 @@ CallShape GpuBackend::shape_of(const Case& c, const Batch& batch) const {
   sh.in_lse_bytes = elem_bytes(c.lse_dtype) * c.num_tokens * sh.lse_stride;
   sh.output_bytes = output_bytes(c);
   sh.lse_out_bytes = emits_combined_lse() ? combined_lse_bytes(c) : 0;
+  sh.producer = c.producer;
   const bool masked = !batch.calls.empty() && !batch.calls.front().seq_lens.empty();
   int max_seqs = 0;
   for (const CallInputs& in : batch.calls) {
@@ -384,6 +400,11 @@ void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) co
   b.output.ensure(sh.output_bytes + 2 * guard_ + (sh.lse_out_bytes > 0 ? sh.lse_out_bytes + guard_ : 0),
                  rank);
   b.token_normal.ensure(sh.num_tokens, rank);
+  if (sh.producer != Producer::kDefault) {
+    b.lse_source.ensure(sh.in_lse_bytes, rank);
+    b.producer_params.ensure(sizeof(SlowProducerParams), rank);
+    st.producer_params.ensure(sizeof(SlowProducerParams), rank);
+  }
   st.guards.ensure(3 * guard_, rank);
   st.token_normal.ensure(sh.num_tokens, rank);
   st.partial_output.ensure(sh.in_out_bytes, rank);
@@ -450,6 +471,7 @@ OpLaunch GpuBackend::make_launch(const CallShape& sh, int slot, const CallBuffer
   op.output = output_of(b);
   if (sh.lse_out_bytes > 0) op.combined_lse = reinterpret_cast<float*>(lse_of(sh, b));
   op.timeout_ns = static_cast<uint64_t>(std::max(1e-3, cfg_.spin_timeout_s) * 1e9);
+  if (sh.producer == Producer::kSlowPdl) op.flags = DCP_CALL_PDL;
   return op;
 }
 
@@ -459,12 +481,10 @@ void GpuBackend::enqueue_op(const OpLaunch& op, cudaStream_t s) {
   instance_->call(args);
 }
 
-void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallStaging& st,
-                              CallBuffers& b, cudaStream_t s, cudaGraphExec_t graph,
-                              PhaseTimes* phases) {
-  PhaseClock clock;
-  stage(sh, in, st);
-  if (phases != nullptr) clock.lap(phases->stage_ms);
+// Today's inputs: partial_output by the producer kernel (or copied), then the
+// copies of the LSE.
+void GpuBackend::enqueue_inputs(const CallShape& sh, const CallInputs& in, CallStaging& st,
+                                CallBuffers& b, cudaStream_t s) {
   if (in.output_streams) {
     check(cudaMemcpyAsync(b.token_normal.data(), st.token_normal.data(), sh.num_tokens,
                           cudaMemcpyHostToDevice, s),
@@ -480,6 +500,58 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
   check(cudaMemcpyAsync(b.partial_lse.data(), st.partial_lse.data(), sh.in_lse_bytes,
                         cudaMemcpyHostToDevice, s),
         "copy partial_lse in", false);
+}
+
+// The slow producer's inputs: its parameters, the token flags and the LSE
+// bytes it copies, then both input buffers poisoned (0xFF: NaN in every
+// dtype), so an op that reads before the producer wrote reads poison.
+void GpuBackend::enqueue_slow_inputs(const CallShape& sh, const CallInputs& in, CallStaging& st,
+                                     CallBuffers& b, cudaStream_t s) {
+  DCP_CHECK(in.output_streams.has_value(), HarnessError,
+            "call {}: a slow producer needs the output's streams", in.op_idx);
+  SlowProducerParams p{};
+  p.recipe = in.output_streams->recipe(*current_,
+                                       static_cast<const uint8_t*>(b.token_normal.data()));
+  p.partial_output = static_cast<uint16_t*>(b.partial_output.data());
+  p.lse_src = static_cast<const uint8_t*>(b.lse_source.data());
+  p.partial_lse = static_cast<uint8_t*>(b.partial_lse.data());
+  p.lse_row_bytes = static_cast<int64_t>(sh.in_lse_bytes / sh.num_tokens);
+  p.delay_ns = kSlowProducerDelayNs;
+  std::memcpy(st.producer_params.data(), &p, sizeof p);
+  check(cudaMemcpyAsync(b.producer_params.data(), st.producer_params.data(), sizeof p,
+                        cudaMemcpyHostToDevice, s),
+        "copy producer parameters in", false);
+  check(cudaMemcpyAsync(b.token_normal.data(), st.token_normal.data(), sh.num_tokens,
+                        cudaMemcpyHostToDevice, s),
+        "copy token flags in", false);
+  check(cudaMemcpyAsync(b.lse_source.data(), st.partial_lse.data(), sh.in_lse_bytes,
+                        cudaMemcpyHostToDevice, s),
+        "copy the producer's LSE in", false);
+  check(cudaMemsetAsync(b.partial_output.data(), 0xFF, sh.in_out_bytes, s),
+        "poison partial_output", false);
+  check(cudaMemsetAsync(b.partial_lse.data(), 0xFF, sh.in_lse_bytes, s), "poison partial_lse",
+        false);
+}
+
+void GpuBackend::launch_producer(const CallShape& sh, const CallBuffers& b, cudaStream_t s) {
+  check(launch_slow_input_producer(static_cast<const SlowProducerParams*>(b.producer_params.data()),
+                                   sh.num_tokens, sh.out_stride,
+                                   sh.producer == Producer::kSlowPdl, s),
+        "slow producer", false);
+}
+
+void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallStaging& st,
+                              CallBuffers& b, cudaStream_t s, cudaGraphExec_t graph,
+                              PhaseTimes* phases) {
+  PhaseClock clock;
+  stage(sh, in, st);
+  if (phases != nullptr) clock.lap(phases->stage_ms);
+  const bool slow = sh.producer != Producer::kDefault;
+  if (slow) {
+    enqueue_slow_inputs(sh, in, st, b, s);
+  } else {
+    enqueue_inputs(sh, in, st, b, s);
+  }
   if (sh.num_seq_slots > 0) {
     const size_t n = sizeof(int32_t) * (sh.num_seq_slots + 1);
     check(cudaMemcpyAsync(b.seq_lens.data(), st.seq_lens.data(), n, cudaMemcpyHostToDevice, s),
@@ -499,8 +571,9 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
   }
   check(launch_delay(in.skew_ns, s), "skew delay", false);
   if (graph != nullptr) {
-    check(cudaGraphLaunch(graph, s), "graph replay", true);
+    check(cudaGraphLaunch(graph, s), "graph replay", true);  // holds the slow producer too
   } else {
+    if (slow) launch_producer(sh, b, s);
     enqueue_op(make_launch(sh, in.slot, b), s);
   }
   check(cudaMemcpyAsync(st.output.data(), out, sh.output_bytes, cudaMemcpyDeviceToHost, s),
@@ -520,12 +593,15 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
   }
 }
 
-void GpuBackend::capture(SlotGraph& g, const OpLaunch& op, cudaStream_t s) {
+// The op, after the slow producer when the case has one (its parameters are
+// read from g.buffers, refilled before each replay).
+void GpuBackend::capture(SlotGraph& g, const CallShape& sh, const OpLaunch& op, cudaStream_t s) {
   g.exec.reset();
   g.valid = false;
   check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "begin capture", false);
   cudaGraph_t graph = nullptr;
   try {
+    if (sh.producer != Producer::kDefault) launch_producer(sh, g.buffers, s);
     enqueue_op(op, s);
   } catch (...) {
     cudaStreamEndCapture(s, &graph);  // leave the stream usable, then report
@@ -539,6 +615,7 @@ void GpuBackend::capture(SlotGraph& g, const OpLaunch& op, cudaStream_t s) {
   check(err, "instantiate graph", true);
   g.exec.reset(exec);
   g.key = op;
+  g.producer = sh.producer;
   g.valid = true;
 }
 
@@ -602,14 +679,14 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
       const cudaStream_t s = stream_for(in.slot);
       ensure(sh, g.buffers, staging_[i]);
       const OpLaunch op = make_launch(sh, in.slot, g.buffers);
-      if (!g.valid || std::memcmp(&op, &g.key, sizeof op) != 0) {
+      if (!g.valid || std::memcmp(&op, &g.key, sizeof op) != 0 || g.producer != sh.producer) {
         if (!g.warmed && cfg_.kernel->info().has(DCP_CAP_EAGER_BEFORE_CAPTURE)) {
           // Every rank runs the case's calls in the same order, so this extra
           // call (its output discarded) lines up across the group too.
           enqueue_call(sh, in, staging_[i], g.buffers, s, nullptr, &phases);
           wait();
         }
-        capture(g, op, s);
+        capture(g, sh, op, s);
       }
       g.warmed = true;
       enqueue_call(sh, in, staging_[i], g.buffers, s, g.exec.get(), &phases);

@@ -282,8 +282,31 @@ std::vector<std::vector<uint8_t>> HostBackend::run_batch(const Case& c, const Ba
 //    reader has not seen). Group rank 0 then waits until every peer's flag
 //    holds e + 1 before it combines: it combines the peers' next payload,
 //    which they wrote into the one half it was reading.
-void HostBackend::run_call(const Case& c, const CallInputs& call, const SameSlotNeighbours* order,
+// The inputs as the slow producer leaves them before its last token row: that
+// row still holds the harness's poison (0xFF: NaN in every dtype).
+CallInputs last_row_unproduced(const Case& c, const CallInputs& call) {
+  CallInputs early = call;
+  const size_t t = static_cast<size_t>(c.num_tokens) - 1;
+  const size_t out_row = size_t{2} * static_cast<size_t>(c.out_token_stride());
+  const size_t lse_row = (c.lse_dtype == DType::kFp32 ? size_t{4} : size_t{2}) *
+                         static_cast<size_t>(c.lse_token_stride());
+  std::fill_n(early.partial_output.begin() + static_cast<std::ptrdiff_t>(t * out_row), out_row,
+              uint8_t{0xFF});
+  std::fill_n(early.partial_lse.begin() + static_cast<std::ptrdiff_t>(t * lse_row), lse_row,
+              uint8_t{0xFF});
+  return early;
+}
+
+void HostBackend::run_call(const Case& c, const CallInputs& given, const SameSlotNeighbours* order,
                            std::vector<uint8_t>& out) {
+  // The input producer (Case::producer) is, on the host, a step before the
+  // dispatch: stream order, or under PDL the grid dependency wait, puts it
+  // there. The mutant that skips the wait under PDL reads before its last row.
+  CallInputs early;
+  const bool reads_early =
+      c.producer == Producer::kSlowPdl && config_.mutant == kHostMutantNoGridDependencyWait;
+  if (reads_early) early = last_row_unproduced(c, given);
+  const CallInputs& call = reads_early ? early : given;
   const int slot = call.slot;
   DCP_CHECK(slot >= 0 && slot < c.num_slots, HarnessError, "call on slot {} of {}", slot,
             c.num_slots);

@@ -21,6 +21,7 @@ enum HostMutantId : int {
   kHostMutantSignedEpochOrder = 5,  // the wait accepts (int32)flag >= (int32)epoch
   kHostMutantNoCapacityCheck = 6,   // a call with T > max_tokens is accepted, not refused
   kHostMutantCombinedLseBase2 = 7,  // the combined LSE is left in base 2 for base-e inputs
+  kHostMutantNoGridDependencyWait = 8,  // under PDL, dispatch reads before the producer's last row
 };
 
 struct HostMutantInfo {
@@ -49,6 +50,10 @@ inline constexpr HostMutantInfo kHostMutants[] = {
     {kHostMutantCombinedLseBase2, "combined-lse-base-2", "arithmetic",
      "the combined LSE is left in base 2 for base-e inputs (every output element is right; "
      "only the combined-LSE check sees it)", "combined-lse"},
+    {kHostMutantNoGridDependencyWait, "no-grid-dependency-wait", "memory-ordering",
+     "under PDL (the prodpdl cases) dispatch reads the inputs without waiting for their "
+     "producer: the last token row is still poison (without PDL stream order hides it)",
+     "producer-pdl"},
 };
 
 }  // namespace dcp
