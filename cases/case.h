@@ -38,7 +38,16 @@ enum class ExecMode : uint8_t {
   kGraph,      // capture once per slot, replay num_calls times, fresh inputs before each replay
   kPipelined,  // num_calls back-to-back with no host sync, every output kept and checked
   kMixed,      // eager, graph and pipelined batches mixed (order drawn from the seed)
+  kGraphSet,   // one graph per token count of graph_set_tokens() on each slot, all over the one
+               // workspace, replayed interleaved (each call's T and slot from the seed), fresh
+               // inputs before each replay; num_tokens is the largest T (plan.h)
 };
+
+// Whether the case captures and replays CUDA graphs (skipped for a kernel
+// that is not graph-safe).
+inline bool uses_graphs(ExecMode m) {
+  return m == ExecMode::kGraph || m == ExecMode::kMixed || m == ExecMode::kGraphSet;
+}
 
 // A model geometry: heads per rank and head dim after TP sharding.
 struct Geometry {
@@ -66,7 +75,8 @@ struct Case {
   SpecialLse special = SpecialLse::kNone;
   int num_slots = 1;          // ubatch slots used (1 or 2); with 2 the order is drawn from the seed
   ExecMode mode = ExecMode::kEager;
-  int num_calls = 1;          // calls (eager), replays (graph), depth (pipelined), total (mixed)
+  int num_calls = 1;          // calls (eager), replays (graph, graph set), depth (pipelined),
+                              // total (mixed)
   int num_layers = 1;         // each call repeated for L layers on the same workspace
   bool skew = false;          // random per-rank delays before calls
   std::optional<uint32_t> epoch_start;  // set every slot's epoch to this before the case

@@ -95,29 +95,29 @@ const std::vector<Golden> kSuiteGolden = {
     {"smoke/w2", "48 2a9b69a9428148cd 62bb217a4cdbec95"},
     {"smoke/w4", "60 a9493bf3095d20c6 dd1ea2d32846a97c"},
     {"smoke/w8", "72 547c035542b11f56 228e5f4479f8ead8"},
-    {"default/w2", "696 a57db629c9662457 08b9bfd8f73db512"},
-    {"default/w4", "1408 b9448d79e11de6f4 c925ffcce8adc7d0"},
-    {"default/w8", "2104 7317fbbcc13a61cd db0ba1a0b50a4f08"},
-    {"full/w2", "84492 84b89d106253a5cb ebafcd361e609a8f"},
-    {"full/w4", "168984 8a4b866dd05df1e2 a208a66b39da1e8f"},
-    {"full/w8", "253476 294094179514cd1f 4fb274706a98c7e8"},
+    {"default/w2", "744 485a2cb0819b4d27 c020ae2fb46f6b10"},
+    {"default/w4", "1504 b4c438bf3d9dea16 1f11e630f4fd8f06"},
+    {"default/w8", "2248 1774dfb0ceb110c5 3ab94e13d7d7df29"},
+    {"full/w2", "84516 3f7990e0f620d9c5 bacfd11da12f03da"},
+    {"full/w4", "169032 b6ec242d0e696637 6eb49478eff731d1"},
+    {"full/w8", "253548 4f640de0782bcbcc 3f1aa07471f2061a"},
     {"upstream/w2", "96 b35b360fd5ce87a1 95ba1871c9420829"},
     {"upstream/w4", "192 970a36cb456b5735 f380d0003f3b4159"},
     {"upstream/w8", "288 dfefd91adc967c7d e847e7da96bebd41"},
 };
 
 const std::vector<Golden> kRandomGolden = {
-    {"random/w2", "9600 9e2cd6c7f1db35f9 c3e2cfef27b76ccf"},
-    {"random/w3", "9600 922440a60cd140ed 97db574616af23e1"},
-    {"random/w4", "9600 647df1f311cf4545 76494214cbf6b239"},
-    {"random/w6", "9600 ff5ad4ecdadcebd5 c80636f798a31ad0"},
-    {"random/w8", "9600 da77ab97720addc8 3b900867b5d2c75b"},
+    {"random/w2", "9600 b9e0ea43d4be40b5 2813d4b55bb52a65"},
+    {"random/w3", "9600 3563337e971c1f37 43dbb612cc2f0b79"},
+    {"random/w4", "9600 a2ba24b9bf64f9b5 d6b3339d86db5617"},
+    {"random/w6", "9600 12ab01ff2ae11fbe fbba00aa0d6f2d33"},
+    {"random/w8", "9600 ad0b7fec8d102677 5d7e50bccce8b278"},
 };
 
 const std::vector<Golden> kShrinkGolden = {
-    {"shrink/random", "15769 da04d4ace3022a25 0354e049bfd30f82"},
-    {"shrink/suites", "2108 831dcb8f21c90faf e551670fb4e5ff71"},
-    {"shrink/chains", "7704 e92809c0b9f1bbe1 799d6d27a3e73453"},
+    {"shrink/random", "15910 d5459e7349f73a3e a59d41d50168608c"},
+    {"shrink/suites", "2212 b99efc56411a1979 df95a38369f12082"},
+    {"shrink/chains", "7734 47bb90040a69dca1 853676da1c16cb81"},
 };
 
 TEST_CASE("golden: every case of every suite keeps its id and fields") {

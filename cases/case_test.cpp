@@ -54,7 +54,8 @@ TEST_CASE("optional tokens and every enum value round trip") {
         "dcp4-kimi-bf16-lsefp32-base2-t17-pad64x3-emptyone-specialhugegap-ub2-graph4-l3-skew"
         "-epfffffffd-s1a2b3c");
   check_round_trip(c);
-  for (auto m : {ExecMode::kEager, ExecMode::kGraph, ExecMode::kPipelined, ExecMode::kMixed}) {
+  for (auto m : {ExecMode::kEager, ExecMode::kGraph, ExecMode::kPipelined, ExecMode::kMixed,
+                 ExecMode::kGraphSet}) {
     for (auto e : {EmptyPattern::kNone, EmptyPattern::kOne, EmptyPattern::kAll,
                    EmptyPattern::kRandom, EmptyPattern::kSpec}) {
       for (auto s : {SpecialLse::kNone, SpecialLse::kEqual, SpecialLse::kHugeGap,
@@ -70,6 +71,22 @@ TEST_CASE("optional tokens and every enum value round trip") {
   check_round_trip(c);
   c.seed = 0xFFFFFFFFFFFFFFFFull;
   check_round_trip(c);
+}
+
+TEST_CASE("graph sets: graphs<N> next to graph<N>") {
+  Case c = example();
+  c.mode = ExecMode::kGraphSet;
+  c.num_calls = 8;
+  CHECK(format_case_id(c) ==
+        "dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone-ub2-graphs8-s1a2b3c");
+  check_round_trip(c);
+  std::string err;
+  const std::string head = "dcp4-kimi-bf16-lsefp32-base2-t17-contig-emptynone-ub1-";
+  const auto g = parse_case_id(head + "graph8-s000001", &err);
+  REQUIRE(g.has_value());
+  CHECK(g->mode == ExecMode::kGraph);
+  CHECK_FALSE(parse_case_id(head + "graphs-s000001", &err));
+  CHECK(err.find("graphs<N>") != std::string::npos);
 }
 
 TEST_CASE("preset names with dashes and custom geometries") {

@@ -1,5 +1,7 @@
 #include "families.h"
 
+#include "plan.h"
+
 namespace dcp {
 
 const std::vector<CaseFamily>& case_families() {
@@ -19,6 +21,14 @@ const std::vector<CaseFamily>& case_families() {
        "every case of a kernel that declares combined-lse: its [T, H] LSE is checked too",
        "a combined LSE in the wrong base or not -inf for empty rows (combined-lse-base-2)",
        [](const Case&) { return true; }},
+      {"graph-set",
+       "one CUDA graph per token count (1, 8, T) on each slot over one workspace, replayed "
+       "interleaved",
+       "replays that read per-call state the host wrote at capture time, so a graph runs with "
+       "another graph's token count (host-mapped-params)",
+       [](const Case& c) {
+         return c.mode == ExecMode::kGraphSet && graph_set_tokens(c).size() >= 2;
+       }},
       {"guard-zones", "every case: canaries before and after the output and after every payload region",
        "a write out of bounds that hits no live buffer (write-past-output)",
        [](const Case&) { return true; }},

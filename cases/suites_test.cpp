@@ -1,6 +1,7 @@
 #include "suites.h"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
@@ -182,6 +183,29 @@ TEST_CASE("suite sizes and determinism") {
   CHECK(a == b);
 }
 
+TEST_CASE("default holds the graph-set family: every group size, both slot counts, max and mid T") {
+  for (int world : {2, 4, 8}) {
+    for (const char* geo : {"kimi", "tiny"}) {
+      const Geometry g = *find_geometry(geo);
+      std::set<std::string> shapes;
+      for (const Case& c : build_suite("default", {world, g, 0})) {
+        if (c.mode != ExecMode::kGraphSet) continue;
+        CHECK(graph_set_tokens(c).size() == 3u);
+        CHECK(c.num_calls >= 5);  // the busiest slot has three calls
+        shapes.insert(fmt::format("{}/{}/{}", c.dcp_size, c.num_slots, c.num_tokens));
+      }
+      for (int w : dcp_sizes_for_world(world)) {
+        for (int slots : {1, 2}) {
+          for (int t : {g.max_tokens, 17}) {
+            CHECK_MESSAGE(shapes.count(fmt::format("{}/{}/{}", w, slots, t)) == 1,
+                          geo << " w" << w << " ub" << slots << " t" << t);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("upstream cases are all in default, as specified") {
   for (int world : {2, 4}) {
     for (const char* geo : {"kimi", "tiny", "kimi-k3"}) {
@@ -226,8 +250,9 @@ TEST_CASE("smoke, full and dcp sizes") {
   CHECK(smoke.size() >= 4);
   CHECK(smoke.size() <= 8);
   const auto full = build_suite("full", {2, *find_geometry("tiny"), 0});
-  // tiny: 6 token counts; plus the capacity family (2 cases per group size).
-  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2 + 2);
+  // tiny: 6 token counts; plus the capacity family (2 cases per group size);
+  // tiny: plus the graph-set family (T 32 and 17, one and two slots).
+  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2 + 2 + 4);
   CHECK_THROWS_AS(build_suite("nope", {2, *find_geometry("tiny"), 0}), std::invalid_argument);
 }
 

@@ -120,11 +120,14 @@ done
 grep -q "Exit codes" <("$BIN" --help) || { echo "FAIL: --help lists no exit codes"; failures=$((failures + 1)); }
 # The families, with their counts: the default suite has 2 capacity cases per group size.
 families=$("$BIN" list --world 4 --geometry tiny --families)
-for f in capacity epoch-2^31 epoch-2^32 guard-zones; do
+for f in capacity epoch-2^31 epoch-2^32 guard-zones graph-set; do
   grep -q "^$f " <<<"$families" || { echo "FAIL: list --families lacks $f"; failures=$((failures + 1)); }
 done
 grep -Eq '^capacity +4 of ' <<<"$families" ||
   { echo "FAIL: list --families: want 4 capacity cases at world 4: $families"; failures=$((failures + 1)); }
+# The graph-set family: per group size (4 and 2), two slot counts, T = 32 and 17.
+grep -Eq '^graph-set +8 of ' <<<"$families" ||
+  { echo "FAIL: list --families: want 8 graph-set cases at world 4: $families"; failures=$((failures + 1)); }
 grep -q -- "--inject-fault" <("$BIN" run --help) && { echo "FAIL: --inject-fault is not hidden"; failures=$((failures + 1)); }
 
 echo "${#CASES[@]} malformed invocations, $failures failures"
