@@ -70,8 +70,6 @@ std::string waits_text(const std::vector<std::string>& waits) {
   return fmt::format("{}", fmt::join(waits, "; "));
 }
 
-bool uses_graphs(const Case& c) { return c.mode == ExecMode::kGraph || c.mode == ExecMode::kMixed; }
-
 }  // namespace
 
 CaseResult Session::Impl::finish_failed_case(CaseResult r, const Case& c, const CaseFailure& f) {
@@ -146,7 +144,7 @@ CaseResult Session::Impl::finish_case(CaseResult r, const Case& c) {
     r.message = summarize_failures(r.ranks);
   } else if (!r.ranks.empty() && !r.ranks.front().note.empty()) {
     r.message = fmt::format("every rank: {}", r.ranks.front().note);
-  } else if (config.backend == BackendKind::kHost && uses_graphs(c)) {
+  } else if (config.backend == BackendKind::kHost && uses_graphs(c.mode)) {
     r.message = "host backend: CUDA graph replays are modelled as eager calls";
   }
   return r;

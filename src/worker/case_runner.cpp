@@ -99,6 +99,7 @@ void accumulate_check(RankCaseResult& r, CallCheck&& check) {
 
 // One batch's outputs and the check running on them in the background.
 struct PendingCheck {
+  Case c;  // the batch's case (batch_case: a graph set's call has its own T)
   std::vector<int> ops;
   std::vector<std::vector<uint8_t>> outputs;
   std::future<std::vector<CallCheck>> checks;
@@ -114,15 +115,16 @@ constexpr size_t kMaxSpareOutputs = 16;                 // a pipelined batch's w
 
 class CheckPipeline {
  public:
-  CheckPipeline(const Case& c, const CaseRunContext& ctx, RankCaseResult& result)
-      : c_(c), ctx_(ctx), bc_(*ctx.backend_config), result_(result) {}
+  CheckPipeline(const CaseRunContext& ctx, RankCaseResult& result)
+      : ctx_(ctx), bc_(*ctx.backend_config), result_(result) {}
   ~CheckPipeline() {
     if (pending_ && pending_->checks.valid()) pending_->checks.wait();  // never outlive it
   }
 
-  void submit(std::vector<int> ops, std::vector<std::vector<uint8_t>> outputs) {
+  void submit(const Case& c, std::vector<int> ops, std::vector<std::vector<uint8_t>> outputs) {
     finish();
     pending_ = std::make_unique<PendingCheck>();
+    pending_->c = c;
     pending_->ops = std::move(ops);
     pending_->outputs = std::move(outputs);
     PendingCheck* p = pending_.get();
@@ -133,7 +135,7 @@ class CheckPipeline {
       PhaseClock clock;
       std::vector<CallCheck> checks;
       for (size_t i = 0; i < p->outputs.size(); ++i) {
-        checks.push_back(check_call_output(c_, bc_.group_idx, bc_.group_rank, bc_.global_rank,
+        checks.push_back(check_call_output(p->c, bc_.group_idx, bc_.group_rank, bc_.global_rank,
                                            p->ops[i], p->outputs[i], ctx_.profile));
       }
       clock.lap(p->check_ms);
@@ -157,7 +159,7 @@ class CheckPipeline {
     if (ctx_.outputs != nullptr) {
       // Only the [T, H, D] output: what two implementations must agree on.
       for (auto& out : pending_->outputs) {
-        out.resize(std::min(out.size(), output_bytes(c_)));
+        out.resize(std::min(out.size(), output_bytes(pending_->c)));
         ctx_.outputs->push_back(std::move(out));
       }
     } else if (ctx_.spare_outputs != nullptr) {
@@ -171,7 +173,6 @@ class CheckPipeline {
   uint64_t hash() const { return hash_; }
 
  private:
-  const Case& c_;
   const CaseRunContext& ctx_;
   const BackendConfig& bc_;
   RankCaseResult& result_;
@@ -189,11 +190,12 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
   // An op past the end of the case fires at its last op, so a fault always fires.
   const int fault_op = std::clamp(fault.op_idx, 0, std::max(0, num_ops(c) - 1));
   const bool device_produces = backend.produces_inputs();
-  CheckPipeline pipeline(c, ctx, result);
+  CheckPipeline pipeline(ctx, result);
   PhaseTimes& phases = result.phases;
   std::vector<std::string> out_of_bounds;
   for (const PlannedBatch& planned : plan_case(c, bc.group_rank)) {
     if (planned.calls.empty()) continue;
+    const Case call_case = batch_case(c, planned);
     PhaseClock clock;
     Batch batch;
     batch.mode = planned.mode;
@@ -202,7 +204,7 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
     batch.spare_outputs = ctx.spare_outputs;
     std::vector<int> ops;
     for (const PlannedCall& call : planned.calls) {
-      batch.calls.push_back(make_call_inputs(c, bc, call, device_produces));
+      batch.calls.push_back(make_call_inputs(call_case, bc, call, device_produces));
       ops.push_back(call.op_idx);
     }
     clock.lap(phases.generate_ms);
@@ -211,7 +213,7 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
     if (ctx.progress) ctx.progress(planned.calls.front().op_idx);
     clock.restart();
     const double accounted = phases.stage_ms + phases.wait_ms + phases.collect_ms;
-    std::vector<std::vector<uint8_t>> outputs = backend.run_batch(c, batch);
+    std::vector<std::vector<uint8_t>> outputs = backend.run_batch(call_case, batch);
     double run_ms = 0;
     clock.lap(run_ms);
     phases.launch_ms += run_ms - (phases.stage_ms + phases.wait_ms + phases.collect_ms - accounted);
@@ -222,7 +224,7 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
         if (ops[i] == fault_op) corrupt_output(outputs[i]);
       }
     }
-    pipeline.submit(std::move(ops), std::move(outputs));
+    pipeline.submit(call_case, std::move(ops), std::move(outputs));
   }
   pipeline.finish();
   result.output_hash = pipeline.hash();
