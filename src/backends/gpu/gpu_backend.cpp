@@ -6,9 +6,12 @@
 // copy the output out. Modes differ only in buffers and synchronisation:
 //   eager      one buffer set, host sync after every call;
 //   pipelined  one buffer set per call, one sync after the whole batch;
-//   graph      one buffer set per slot, owned by the slot's graph (captured
-//              once per slot and launch shape, re-captured when it changes),
-//              one sync after the batch.
+//   graph      one buffer set per graph: each slot caches up to
+//              kGraphsPerSlot graphs by launch key (a graph set replays one
+//              per token count, interleaved, over the same workspace and
+//              slot); a new key captures into the least recently used one;
+//              every case captures its own (begin_case drops them); one sync
+//              after the batch.
 // Ubatch slot s runs on stream[s], as DBO runs its ubatches. The op itself is
 // whatever kernel the plugin seam holds (built-in or a library): this file is
 // the harness around it and never knows which.
@@ -86,13 +89,18 @@ struct MappedRegion {
   DeviceBuffer peer_table;  // int64 [W]
 };
 
+// One captured op. Its buffers are its own: capturing another key (another
+// T) on the slot never reallocates the buffers a cached graph replays from.
 struct SlotGraph {
   GraphExec exec;
   OpLaunch key;
   bool valid = false;
-  bool warmed = false;  // one eager call ran on this slot (eager-before-capture)
+  uint64_t last_use = 0;  // for least-recently-used replacement
   CallBuffers buffers;
 };
+
+// A graph set needs at most 3 per slot ({1, 8, T}); one spare.
+constexpr int kGraphsPerSlot = 4;
 
 class GpuBackend final : public RankBackend {
  public:
@@ -124,6 +132,9 @@ class GpuBackend final : public RankBackend {
   void enqueue_call(const CallShape& sh, const CallInputs& in, CallStaging& st, CallBuffers& b,
                     cudaStream_t s, cudaGraphExec_t graph, PhaseTimes* phases);
   void capture(SlotGraph& g, const OpLaunch& op, cudaStream_t s);
+  // The slot's graph for shape `sh`: a cached one whose key matches, else the
+  // least recently used one with its buffers ensured for `sh` (not captured).
+  SlotGraph& graph_for(const CallShape& sh, int slot, CallStaging& st, bool* cached);
   cudaStream_t stream_for(int slot) const;
   void sync_all();
   // Throws for a failed CUDA call of a batch: device faults (and any error in
@@ -157,7 +168,9 @@ class GpuBackend final : public RankBackend {
   CallBuffers eager_buffers_;
   std::vector<CallBuffers> pipe_buffers_;
   std::vector<CallStaging> staging_;
-  std::array<SlotGraph, kMaxSlots> graphs_;
+  std::array<std::array<SlotGraph, kGraphsPerSlot>, kMaxSlots> graphs_;
+  std::array<bool, kMaxSlots> warmed_{};  // one eager call ran on the slot (eager-before-capture)
+  uint64_t graph_uses_ = 0;
 };
 
 GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(cfg) {
@@ -319,6 +332,14 @@ void GpuBackend::begin_case(const Case& c) {
             "case for a DCP group of {} sent to a backend of {}", c.dcp_size, cfg_.dcp_size);
   current_ = &c;
   sync_all();
+  // A case captures its own graphs: none replays a capture of another case,
+  // so what a graph set's replays read is what this case's captures left.
+  for (auto& slot : graphs_) {
+    for (SlotGraph& g : slot) {
+      g.exec.reset();
+      g.valid = false;
+    }
+  }
   for (const MappedRegion& m : regions_) {
     if (m.request.kind != DCP_REGION_PAYLOAD) continue;
     check(cudaMemsetAsync(m.peers[cfg_.group_rank], 0xFF, m.request.bytes, streams_[0].get()),
@@ -542,6 +563,29 @@ void GpuBackend::capture(SlotGraph& g, const OpLaunch& op, cudaStream_t s) {
   g.valid = true;
 }
 
+// A key compares equal only when the shape and the buffers are those of the
+// capture, so a cached graph's buffers already fit `sh`.
+SlotGraph& GpuBackend::graph_for(const CallShape& sh, int slot, CallStaging& st, bool* cached) {
+  auto& graphs = graphs_[static_cast<size_t>(slot)];
+  SlotGraph* victim = &graphs[0];
+  for (SlotGraph& g : graphs) {
+    if (g.valid) {
+      const OpLaunch op = make_launch(sh, slot, g.buffers);
+      if (std::memcmp(&op, &g.key, sizeof op) == 0) {
+        ensure(sh, g.buffers, st);  // the staging; the buffers already fit
+        *cached = true;
+        return g;
+      }
+    }
+    if (victim->valid && (!g.valid || g.last_use < victim->last_use)) victim = &g;
+  }
+  victim->exec.reset();
+  victim->valid = false;
+  ensure(sh, victim->buffers, st);
+  *cached = false;
+  return *victim;
+}
+
 // ----------------------------------------------------------------- batches
 
 // A trap that surfaced at one of our own CUDA calls (CUDA_CHECK) is still the
@@ -557,7 +601,8 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch(const Case& c, const Bat
 
 std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, const Batch& batch) {
   CUDA_CHECK(cfg_.global_rank, HarnessError, cudaSetDevice(cfg_.device));
-  DCP_CHECK(batch.mode != ExecMode::kMixed, HarnessError, "a batch is never mixed");
+  DCP_CHECK(batch.mode != ExecMode::kMixed && batch.mode != ExecMode::kGraphSet, HarnessError,
+            "a batch is never mixed or a graph set (plan_case splits them)");
   current_ = &c;
   const CallShape sh = shape_of(c, batch);
   const size_t n = batch.calls.size();
@@ -598,20 +643,20 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
     for (size_t i = 0; i < n; ++i) {
       const CallInputs& in = batch.calls[i];
       DCP_CHECK(in.slot >= 0 && in.slot < kMaxSlots, HarnessError, "slot {} out of range", in.slot);
-      SlotGraph& g = graphs_[in.slot];
       const cudaStream_t s = stream_for(in.slot);
-      ensure(sh, g.buffers, staging_[i]);
-      const OpLaunch op = make_launch(sh, in.slot, g.buffers);
-      if (!g.valid || std::memcmp(&op, &g.key, sizeof op) != 0) {
-        if (!g.warmed && cfg_.kernel->info().has(DCP_CAP_EAGER_BEFORE_CAPTURE)) {
+      bool cached = false;
+      SlotGraph& g = graph_for(sh, in.slot, staging_[i], &cached);
+      if (!cached) {
+        if (!warmed_[in.slot] && cfg_.kernel->info().has(DCP_CAP_EAGER_BEFORE_CAPTURE)) {
           // Every rank runs the case's calls in the same order, so this extra
           // call (its output discarded) lines up across the group too.
           enqueue_call(sh, in, staging_[i], g.buffers, s, nullptr, &phases);
           wait();
         }
-        capture(g, op, s);
+        capture(g, make_launch(sh, in.slot, g.buffers), s);
       }
-      g.warmed = true;
+      warmed_[in.slot] = true;
+      g.last_use = ++graph_uses_;
       enqueue_call(sh, in, staging_[i], g.buffers, s, g.exec.get(), &phases);
     }
     wait();
