@@ -21,6 +21,7 @@ enum HostMutantId : int {
   kHostMutantSignedEpochOrder = 5,  // the wait accepts (int32)flag >= (int32)epoch
   kHostMutantNoCapacityCheck = 6,   // a call with T > max_tokens is accepted, not refused
   kHostMutantCombinedLseBase2 = 7,  // the combined LSE is left in base 2 for base-e inputs
+  kHostMutantHostMappedParams = 8,  // receive rows packed by the T of the slot's last call()
 };
 
 struct HostMutantInfo {
@@ -49,6 +50,11 @@ inline constexpr HostMutantInfo kHostMutants[] = {
     {kHostMutantCombinedLseBase2, "combined-lse-base-2", "arithmetic",
      "the combined LSE is left in base 2 for base-e inputs (every output element is right; "
      "only the combined-LSE check sees it)", "combined-lse"},
+    {kHostMutantHostMappedParams, "host-mapped-params", "indexing",
+     "the receive rows are packed by the token count the slot's last call() was given (a host "
+     "word read at run time) instead of max_tokens: a graph replayed after the slot captured "
+     "one of fewer tokens overlaps its sources' rows (only the graph-set cases reach it)",
+     "graph-set"},
 };
 
 }  // namespace dcp
