@@ -31,6 +31,8 @@ enum GpuMutantId : int {
   kMutantSignedEpochOrder = 17,
   kMutantNoCapacityCheck = 18,
   kMutantCombinedLseBase2 = 19,
+  // 20 is taken on another branch.
+  kMutantHostMappedParams = 21,
 };
 
 struct GpuMutantInfo {
@@ -122,6 +124,12 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "the combined LSE is written in base 2 (the receive buffers' base) for base-e inputs: "
      "every output element is right; only the combined-LSE check sees it",
      true, "", false, 2, "combined-lse"},
+    {kMutantHostMappedParams, "host-mapped-params", "indexing",
+     "the receive rows are packed by the token count read at run time from a per-slot word in "
+     "mapped pinned host memory that call() writes, instead of max_tokens: eager calls and one "
+     "graph per slot are right, but a graph replayed after its slot captured one of fewer tokens "
+     "overlaps its sources' rows (only the graph-set cases reach it)",
+     true, "", false, 2, "graph-set"},
 };
 
 inline const GpuMutantInfo* find_gpu_mutant(int id) {
