@@ -117,6 +117,16 @@ std::vector<int> graph_set_tokens(const Case& c) {
   return set;
 }
 
+int tokens_of_op(const Case& c, int op_idx) {
+  if (c.mode != ExecMode::kGraphSet) return c.num_tokens;
+  for (const PlannedBatch& b : plan_case(c, 0)) {
+    for (const PlannedCall& call : b.calls) {
+      if (call.op_idx == op_idx) return batch_case(c, b).num_tokens;
+    }
+  }
+  return c.num_tokens;
+}
+
 Case batch_case(const Case& c, const PlannedBatch& batch) {
   Case k = c;
   if (batch.num_tokens > 0) k.num_tokens = batch.num_tokens;

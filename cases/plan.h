@@ -34,6 +34,9 @@ std::vector<int> graph_set_tokens(const Case& c);
 // The case one batch runs: c itself, or in a graph set c with the batch's T.
 // The generator, the backend, the checker and the output hash see it.
 Case batch_case(const Case& c, const PlannedBatch& batch);
+
+// The token count op `op_idx` runs with (c.num_tokens but in a graph set).
+int tokens_of_op(const Case& c, int op_idx);
 int num_ops(const Case& c);  // c.num_calls * c.num_layers
 
 }  // namespace dcp

@@ -249,6 +249,9 @@ TEST_CASE("graph-set plans: one graph call per batch, T from the set, determinis
           CHECK(other[i].calls[0].slot == plan[i].calls[0].slot);
         }
       }
+      for (const PlannedBatch& b : plan) {
+        for (const PlannedCall& pc : b.calls) CHECK(tokens_of_op(c, pc.op_idx) == b.num_tokens);
+      }
       const auto again = plan_case(c, 0);
       for (size_t i = 0; i < plan.size(); ++i) CHECK(again[i].num_tokens == plan[i].num_tokens);
     }

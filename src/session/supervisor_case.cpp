@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "errors.h"
+#include "plan.h"
 #include "supervisor_impl.h"
 #include "worker_protocol.h"
 
@@ -45,6 +46,17 @@ std::string summarize_failures(const std::vector<RankCaseResult>& ranks) {
     msg += ": no element was checked";
   }
   return msg;
+}
+
+// A graph set's calls differ in T: the first mismatch's call says which.
+std::string graph_set_note(const Case& c, const std::vector<RankCaseResult>& ranks) {
+  if (c.mode != ExecMode::kGraphSet) return "";
+  for (const RankCaseResult& r : ranks) {
+    if (r.first_mismatches.empty()) continue;
+    const int op = r.first_mismatches.front().op_idx;
+    return fmt::format("; op {} replayed the graph set's T={} graph", op, tokens_of_op(c, op));
+  }
+  return "";
 }
 
 // Distinct errors, in rank order, at most three (the ranks keep all of them).
@@ -141,7 +153,7 @@ CaseResult Session::Impl::finish_case(CaseResult r, const Case& c) {
   r.status = passed ? CaseStatus::kPass : CaseStatus::kFail;
   r.failure = passed ? FailureKind::kNone : case_failure(r.ranks);
   if (!passed) {
-    r.message = summarize_failures(r.ranks);
+    r.message = summarize_failures(r.ranks) + graph_set_note(c, r.ranks);
   } else if (!r.ranks.empty() && !r.ranks.front().note.empty()) {
     r.message = fmt::format("every rank: {}", r.ranks.front().note);
   } else if (config.backend == BackendKind::kHost && uses_graphs(c.mode)) {
