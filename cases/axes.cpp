@@ -524,7 +524,10 @@ std::vector<AxisDesc> make_table() {
          c.num_calls = r.between(lo, hi);
          // About 1 case in 12: a graph case of 5 or 6 replays is a graph set
          // (no extra draw, so every other random case stays what it was).
-         if (c.mode == ExecMode::kGraph && c.num_calls >= 5) c.mode = ExecMode::kGraphSet;
+         if (c.mode == ExecMode::kGraph && c.num_calls >= 5) {
+           c.mode = ExecMode::kGraphSet;
+           c.churn = c.num_calls == 6;  // half of them churn allocations too
+         }
        },
        // A graph set shrinks to the default mode or to one graph per slot.
        .shrink = [](const Case& c, std::vector<Case>& out) {
@@ -580,6 +583,20 @@ std::vector<AxisDesc> make_table() {
        .to_json = json_put<&Case::skew>("skew"),
        .from_json = json_get<&Case::skew>("skew"),
        .label = [](const Case& c) { return std::string(c.skew ? "yes" : "no"); }},
+      // Only the graph-set family sets it (no suite values, no draw); written
+      // to JSON only when set, so other cases' JSON is what it was.
+      {.name = "churn",
+       .token = [](const Case& c) { return c.churn ? std::string("churn") : std::string(); },
+       .read = [](IdTokens& t, Case& c) {
+         if (t.peek() == "churn") c.churn = true, t.next();
+         return std::string();
+       },
+       .shrink = shrink_to_default<&Case::churn>,
+       .measure = off_default<&Case::churn>,
+       .to_json = [](const Case& c, json& j) {
+         if (c.churn) j["churn"] = true;
+       },
+       .from_json = [](const json& j, Case& c) { c.churn = j.value("churn", false); }},
       {.name = "epoch",
        .token = [](const Case& c) {
          return c.epoch_start ? fmt::format("ep{:x}", *c.epoch_start) : std::string();

@@ -79,6 +79,10 @@ struct Case {
                               // total (mixed)
   int num_layers = 1;         // each call repeated for L layers on the same workspace
   bool skew = false;          // random per-rank delays before calls
+  // Allocation churn around graphs (vLLM #45487): after each capture, device
+  // memory is freed and allocated again and kept filled with a canary that is
+  // checked after every graph batch (GPU only; the host model has no graphs).
+  bool churn = false;
   std::optional<uint32_t> epoch_start;  // set every slot's epoch to this before the case
   uint64_t seed = 0;          // mixed into every generated value (printed as hex)
 
@@ -102,7 +106,7 @@ inline bool epoch_starts_below(const Case& c, uint64_t edge) {
 }
 
 // Format: dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone[-special<v>]-ub2-graph4
-//         [-l<L>][-skew][-ep<hex>]-s<hex>
+//         [-l<L>][-skew][-churn][-ep<hex>]-s<hex>
 // (each axis's tokens, in the order of the axis table, cases/axes.h).
 // "contig" replaces "pad0x0". A custom geometry is written h<H>d<D>m<maxT>[p<storage>].
 std::string format_case_id(const Case& c);

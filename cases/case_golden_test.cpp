@@ -95,29 +95,29 @@ const std::vector<Golden> kSuiteGolden = {
     {"smoke/w2", "48 2a9b69a9428148cd 62bb217a4cdbec95"},
     {"smoke/w4", "60 a9493bf3095d20c6 dd1ea2d32846a97c"},
     {"smoke/w8", "72 547c035542b11f56 228e5f4479f8ead8"},
-    {"default/w2", "744 485a2cb0819b4d27 c020ae2fb46f6b10"},
-    {"default/w4", "1504 b4c438bf3d9dea16 1f11e630f4fd8f06"},
-    {"default/w8", "2248 1774dfb0ceb110c5 3ab94e13d7d7df29"},
-    {"full/w2", "84516 3f7990e0f620d9c5 bacfd11da12f03da"},
-    {"full/w4", "169032 b6ec242d0e696637 6eb49478eff731d1"},
-    {"full/w8", "253548 4f640de0782bcbcc 3f1aa07471f2061a"},
+    {"default/w2", "744 9a71567803195523 7673d2deee760945"},
+    {"default/w4", "1504 00e366d020665df2 94774071f9dc895c"},
+    {"default/w8", "2248 ca562642f57b4a04 5359ffabdc6f30b8"},
+    {"full/w2", "84516 50376b2f9d6d5430 627ddf6b9c778c79"},
+    {"full/w4", "169032 6993a49533d784c8 1b5d86e9520a2575"},
+    {"full/w8", "253548 25bb29781d0fdc4b 38301a8681b671dd"},
     {"upstream/w2", "96 b35b360fd5ce87a1 95ba1871c9420829"},
     {"upstream/w4", "192 970a36cb456b5735 f380d0003f3b4159"},
     {"upstream/w8", "288 dfefd91adc967c7d e847e7da96bebd41"},
 };
 
 const std::vector<Golden> kRandomGolden = {
-    {"random/w2", "9600 b9e0ea43d4be40b5 2813d4b55bb52a65"},
-    {"random/w3", "9600 3563337e971c1f37 43dbb612cc2f0b79"},
-    {"random/w4", "9600 a2ba24b9bf64f9b5 d6b3339d86db5617"},
-    {"random/w6", "9600 12ab01ff2ae11fbe fbba00aa0d6f2d33"},
-    {"random/w8", "9600 ad0b7fec8d102677 5d7e50bccce8b278"},
+    {"random/w2", "9600 3e2d19af761ceb69 2813d4b55bb52a65"},
+    {"random/w3", "9600 b5febae867920621 43dbb612cc2f0b79"},
+    {"random/w4", "9600 a0216947dd88a6b7 d6b3339d86db5617"},
+    {"random/w6", "9600 2688b5a119b555be fbba00aa0d6f2d33"},
+    {"random/w8", "9600 08f4ffaf21b50adb 5d7e50bccce8b278"},
 };
 
 const std::vector<Golden> kShrinkGolden = {
-    {"shrink/random", "15910 d5459e7349f73a3e a59d41d50168608c"},
-    {"shrink/suites", "2212 b99efc56411a1979 df95a38369f12082"},
-    {"shrink/chains", "7734 47bb90040a69dca1 853676da1c16cb81"},
+    {"shrink/random", "15991 6277fdb7cabd4d38 078d7c9ca11718c9"},
+    {"shrink/suites", "2218 be16588878532a38 932be2f61ac45a4d"},
+    {"shrink/chains", "7714 9fa0af32f2fcb76b 3c71669d9fc255c2"},
 };
 
 TEST_CASE("golden: every case of every suite keeps its id and fields") {

@@ -87,6 +87,13 @@ TEST_CASE("graph sets: graphs<N> next to graph<N>") {
   CHECK(g->mode == ExecMode::kGraph);
   CHECK_FALSE(parse_case_id(head + "graphs-s000001", &err));
   CHECK(err.find("graphs<N>") != std::string::npos);
+  c.skew = true;
+  c.churn = true;
+  c.epoch_start = 0x7FFFFFFDu;
+  CHECK(format_case_id(c) ==
+        "dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone-ub2-graphs8-skew-churn-ep7ffffffd"
+        "-s1a2b3c");
+  check_round_trip(c);
 }
 
 TEST_CASE("preset names with dashes and custom geometries") {

@@ -155,7 +155,8 @@ std::vector<Case> capacity_cases(const SuiteOptions& opts, const Geometry& g) {
 }
 
 // The graph-set family: per group size and slot count, T = max_tokens and a
-// mid T (17), 8 calls so the busiest slot replays after another capture.
+// mid T (17), 8 calls so the busiest slot replays after another capture;
+// the two-slot cases churn allocations around their graphs too.
 std::vector<Case> graph_set_cases(const SuiteOptions& opts, const Geometry& g) {
   std::vector<Case> cases;
   for (int w : dcp_sizes_for_world(opts.world)) {
@@ -168,7 +169,7 @@ std::vector<Case> graph_set_cases(const SuiteOptions& opts, const Geometry& g) {
         c.num_slots = slots;
         c.mode = ExecMode::kGraphSet;
         c.num_calls = 8;
-        if (slots == 2) set_stride(c, Stride::kPadBoth);
+        if (slots == 2) set_stride(c, Stride::kPadBoth), c.churn = true;
         if (std::find(cases.begin(), cases.end(), c) == cases.end()) cases.push_back(c);
       }
     }

@@ -193,6 +193,7 @@ TEST_CASE("default holds the graph-set family: every group size, both slot count
         CHECK(graph_set_tokens(c).size() == 3u);
         CHECK(c.num_calls >= 5);  // the busiest slot has three calls
         shapes.insert(fmt::format("{}/{}/{}", c.dcp_size, c.num_slots, c.num_tokens));
+        CHECK(c.churn == (c.num_slots == 2));  // the two-slot ones churn allocations
       }
       for (int w : dcp_sizes_for_world(world)) {
         for (int slots : {1, 2}) {

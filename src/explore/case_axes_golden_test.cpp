@@ -57,7 +57,7 @@ TEST_CASE("golden: a failure bundle's scenario JSON keeps every field") {
     b.scenario = c;
     d.add(failure_bundle_json(b)["scenario"].dump());
   }
-  check_golden("bundle", d, "1224 07016b6f9f0f809a");
+  check_golden("bundle", d, "1224 e83f233cf03b0f7a");
 }
 
 TEST_CASE("golden: the terminal's axis labels of a case") {

@@ -151,6 +151,8 @@ class GpuBackend final : public RankBackend {
   void check_guards(const CallInputs& in, const CallStaging& st,
                     std::vector<std::string>* out) const;
   void check_region_tails(std::vector<std::string>* out);
+  void churn_after_capture(const CallShape& sh);
+  void check_churn(std::vector<std::string>* out);
 
   BackendConfig cfg_;
   size_t guard_ = 0;               // bytes of each output guard zone
@@ -171,6 +173,8 @@ class GpuBackend final : public RankBackend {
   std::array<std::array<SlotGraph, kGraphsPerSlot>, kMaxSlots> graphs_;
   std::array<bool, kMaxSlots> warmed_{};  // one eager call ran on the slot (eager-before-capture)
   uint64_t graph_uses_ = 0;
+  DeviceBuffer churn_;  // churn cases: reallocated after each capture, holds the canary
+  size_t churn_bytes_ = 0;
 };
 
 GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(cfg) {
@@ -332,6 +336,8 @@ void GpuBackend::begin_case(const Case& c) {
             "case for a DCP group of {} sent to a backend of {}", c.dcp_size, cfg_.dcp_size);
   current_ = &c;
   sync_all();
+  churn_.reset();
+  churn_bytes_ = 0;
   // A case captures its own graphs: none replays a capture of another case,
   // so what a graph set's replays read is what this case's captures left.
   for (auto& slot : graphs_) {
@@ -654,6 +660,7 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
           wait();
         }
         capture(g, make_launch(sh, in.slot, g.buffers), s);
+        if (c.churn) churn_after_capture(sh);
       }
       warmed_[in.slot] = true;
       g.last_use = ++graph_uses_;
@@ -663,6 +670,7 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
     for (size_t i = 0; i < n; ++i) collect(staging_[i], batch.calls[i]);
   }
   check_region_tails(batch.out_of_bounds);
+  check_churn(batch.out_of_bounds);
   current_ = nullptr;
   return outputs;
 }
@@ -693,6 +701,41 @@ void GpuBackend::check_region_tails(std::vector<std::string>* out) {
     if (out != nullptr) out->push_back(fmt::format("after the batch: {}", damage));
     check(cudaMemset(tail, kGuardCanary, m.tail_guard), "refill region tail", false);
   }
+}
+
+// Allocation churn (vLLM #45487: a graph keeps the addresses it was captured
+// with, and memory freed after the capture is handed out again): the
+// previous churn block is freed, a new one as large as the call's buffers (at
+// most 64 MiB) is allocated and filled with the canary. A graph that writes
+// where a freed block was damages it; check_churn finds that.
+void GpuBackend::churn_after_capture(const CallShape& sh) {
+  const int rank = cfg_.global_rank;
+  churn_.reset();
+  churn_bytes_ = std::min<size_t>(size_t{64} << 20, sh.in_out_bytes + sh.in_lse_bytes +
+                                                        sh.output_bytes + sh.lse_out_bytes);
+  churn_.ensure(churn_bytes_, rank);
+  check(cudaMemset(churn_.data(), kGuardCanary, churn_bytes_), "fill churn block", false);
+}
+
+// After each batch of a churn case: the live churn block still holds the canary.
+void GpuBackend::check_churn(std::vector<std::string>* out) {
+  if (churn_bytes_ == 0) return;
+  std::vector<uint8_t> host(churn_bytes_);
+  check(cudaMemcpy(host.data(), churn_.data(), churn_bytes_, cudaMemcpyDeviceToHost),
+        "copy churn block", false);
+  size_t changed = 0, first = 0;
+  for (size_t i = 0; i < host.size(); ++i) {
+    if (host[i] == kGuardCanary) continue;
+    if (changed++ == 0) first = i;
+  }
+  if (changed == 0) return;
+  if (out != nullptr) {
+    out->push_back(fmt::format(
+        "after the batch: the churn block allocated after a capture was written: {} of {} "
+        "bytes changed, the first at +{} (a graph writes to memory freed after its capture)",
+        changed, churn_bytes_, first));
+  }
+  check(cudaMemset(churn_.data(), kGuardCanary, churn_bytes_), "refill churn block", false);
 }
 
 // ------------------------------------------------------------------- bench
