@@ -151,7 +151,7 @@ class GpuBackend final : public RankBackend {
   void check_guards(const CallInputs& in, const CallStaging& st,
                     std::vector<std::string>* out) const;
   void check_region_tails(std::vector<std::string>* out);
-  void churn_after_capture(const CallShape& sh);
+  void churn_after_capture(const CallShape& sh, cudaStream_t s);
   void check_churn(std::vector<std::string>* out);
 
   BackendConfig cfg_;
@@ -660,7 +660,7 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
           wait();
         }
         capture(g, make_launch(sh, in.slot, g.buffers), s);
-        if (c.churn) churn_after_capture(sh);
+        if (c.churn) churn_after_capture(sh, s);
       }
       warmed_[in.slot] = true;
       g.last_use = ++graph_uses_;
@@ -708,13 +708,14 @@ void GpuBackend::check_region_tails(std::vector<std::string>* out) {
 // previous churn block is freed, a new one as large as the call's buffers (at
 // most 64 MiB) is allocated and filled with the canary. A graph that writes
 // where a freed block was damages it; check_churn finds that.
-void GpuBackend::churn_after_capture(const CallShape& sh) {
+void GpuBackend::churn_after_capture(const CallShape& sh, cudaStream_t s) {
   const int rank = cfg_.global_rank;
   churn_.reset();
   churn_bytes_ = std::min<size_t>(size_t{64} << 20, sh.in_out_bytes + sh.in_lse_bytes +
                                                         sh.output_bytes + sh.lse_out_bytes);
   churn_.ensure(churn_bytes_, rank);
-  check(cudaMemset(churn_.data(), kGuardCanary, churn_bytes_), "fill churn block", false);
+  // On the call's stream: filled before the replay that follows.
+  check(cudaMemsetAsync(churn_.data(), kGuardCanary, churn_bytes_, s), "fill churn block", false);
 }
 
 // After each batch of a churn case: the live churn block still holds the canary.
@@ -735,7 +736,9 @@ void GpuBackend::check_churn(std::vector<std::string>* out) {
         "bytes changed, the first at +{} (a graph writes to memory freed after its capture)",
         changed, churn_bytes_, first));
   }
-  check(cudaMemset(churn_.data(), kGuardCanary, churn_bytes_), "refill churn block", false);
+  check(cudaMemsetAsync(churn_.data(), kGuardCanary, churn_bytes_, streams_[0].get()),
+        "refill churn block", false);
+  sync_all();
 }
 
 // ------------------------------------------------------------------- bench
