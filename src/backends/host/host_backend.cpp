@@ -64,9 +64,12 @@ struct SegmentLayout {
   static size_t step_index(int slot, int peer) {
     return static_cast<size_t>(slot) * kHostMaxRanks + peer;
   }
-  // `rows` per source: max_tokens (only the host-mapped-params mutant packs fewer).
+  // `rows` per source: max_tokens (only the host-mapped-params mutant packs
+  // fewer, within the slot's rows, as the kernel does within its slot region).
   size_t row_index(int slot, int parity, int src, int token, int head, int rows) const {
-    return ((flag_index(slot, parity, src) * rows) + token) * heads + head;
+    const size_t slot_rows = static_cast<size_t>(slot) * 2 * num_ranks * max_tokens;
+    const size_t source = static_cast<size_t>(parity) * num_ranks + src;
+    return (slot_rows + source * rows + token) * heads + head;
   }
 };
 
