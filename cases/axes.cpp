@@ -28,7 +28,7 @@ constexpr EmptyPattern kEmpties[] = {EmptyPattern::kNone, EmptyPattern::kOne, Em
 constexpr SpecialLse kSpecials[] = {SpecialLse::kNone,   SpecialLse::kEqual,  SpecialLse::kHugeGap,
                                     SpecialLse::kPosInf, SpecialLse::kNegInf, SpecialLse::kNan};
 constexpr ExecMode kModes[] = {ExecMode::kEager, ExecMode::kGraph, ExecMode::kPipelined,
-                               ExecMode::kMixed};
+                               ExecMode::kMixed, ExecMode::kGraphSet};
 constexpr Producer kProducers[] = {Producer::kDefault, Producer::kSlow, Producer::kSlowPdl};
 
 // ---- id tokens ----
@@ -180,7 +180,7 @@ std::string read_mode(IdTokens& t, Case& c) {
       return "";
     }
   }
-  return bad(t.peek(), "eager<N>|graph<N>|pipe<N>|mix<N>");
+  return bad(t.peek(), "eager<N>|graph<N>|pipe<N>|mix<N>|graphs<N>");
 }
 
 // ---- suites ----
@@ -523,9 +523,21 @@ std::vector<AxisDesc> make_table() {
          constexpr std::pair<int, int> kCalls[] = {{1, 4}, {1, 6}, {1, 8}, {2, 10}};
          const auto [lo, hi] = kCalls[static_cast<int>(c.mode)];
          c.num_calls = r.between(lo, hi);
+         // About 1 case in 12: a graph case of 5 or 6 replays is a graph set
+         // (no extra draw, so every other random case stays what it was).
+         if (c.mode == ExecMode::kGraph && c.num_calls >= 5) {
+           c.mode = ExecMode::kGraphSet;
+           c.churn = c.num_calls == 6;  // half of them churn allocations too
+         }
        },
-       .shrink = shrink_to_default<&Case::mode>,
-       .measure = off_default<&Case::mode>,
+       // A graph set shrinks to the default mode or to one graph per slot.
+       .shrink = [](const Case& c, std::vector<Case>& out) {
+         shrink_to_default<&Case::mode>(c, out);
+         if (c.mode == ExecMode::kGraphSet) out.push_back(c), out.back().mode = ExecMode::kGraph;
+       },
+       .measure = [](const Case& c) -> int64_t {
+         return c.mode == ExecMode::kGraphSet ? 2 : off_default<&Case::mode>(c);
+       },
        .to_json = json_put_name<&Case::mode>("mode"),
        .from_json = json_get_name<&Case::mode>("mode", kModes),
        .label = label_of<&Case::mode>},
@@ -572,6 +584,20 @@ std::vector<AxisDesc> make_table() {
        .to_json = json_put<&Case::skew>("skew"),
        .from_json = json_get<&Case::skew>("skew"),
        .label = [](const Case& c) { return std::string(c.skew ? "yes" : "no"); }},
+      // Only the graph-set family sets it (no suite values, no draw); written
+      // to JSON only when set, so other cases' JSON is what it was.
+      {.name = "churn",
+       .token = [](const Case& c) { return c.churn ? std::string("churn") : std::string(); },
+       .read = [](IdTokens& t, Case& c) {
+         if (t.peek() == "churn") c.churn = true, t.next();
+         return std::string();
+       },
+       .shrink = shrink_to_default<&Case::churn>,
+       .measure = off_default<&Case::churn>,
+       .to_json = [](const Case& c, json& j) {
+         if (c.churn) j["churn"] = true;
+       },
+       .from_json = [](const json& j, Case& c) { c.churn = j.value("churn", false); }},
       {.name = "epoch",
        .token = [](const Case& c) {
          return c.epoch_start ? fmt::format("ep{:x}", *c.epoch_start) : std::string();

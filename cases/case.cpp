@@ -141,6 +141,8 @@ std::string_view to_string(ExecMode m) {
       return "pipe";
     case ExecMode::kMixed:
       return "mix";
+    case ExecMode::kGraphSet:
+      return "graphs";
   }
   return "?";
 }

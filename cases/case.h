@@ -38,6 +38,9 @@ enum class ExecMode : uint8_t {
   kGraph,      // capture once per slot, replay num_calls times, fresh inputs before each replay
   kPipelined,  // num_calls back-to-back with no host sync, every output kept and checked
   kMixed,      // eager, graph and pipelined batches mixed (order drawn from the seed)
+  kGraphSet,   // one graph per token count of graph_set_tokens() on each slot, all over the one
+               // workspace, replayed interleaved (each call's T and slot from the seed), fresh
+               // inputs before each replay; num_tokens is the largest T (plan.h)
 };
 
 // What writes partial_output and partial_lse right before the call (GPU backend;
@@ -49,6 +52,11 @@ enum class Producer : uint8_t {
   kSlowPdl,  // the same, triggering programmatic completion at its start; the op is asked to
              // launch with PDL (DCP_CALL_PDL; needs capability pdl)
 };
+// Whether the case captures and replays CUDA graphs (skipped for a kernel
+// that is not graph-safe).
+inline bool uses_graphs(ExecMode m) {
+  return m == ExecMode::kGraph || m == ExecMode::kMixed || m == ExecMode::kGraphSet;
+}
 
 // A model geometry: heads per rank and head dim after TP sharding.
 struct Geometry {
@@ -76,9 +84,14 @@ struct Case {
   SpecialLse special = SpecialLse::kNone;
   int num_slots = 1;          // ubatch slots used (1 or 2); with 2 the order is drawn from the seed
   ExecMode mode = ExecMode::kEager;
-  int num_calls = 1;          // calls (eager), replays (graph), depth (pipelined), total (mixed)
+  int num_calls = 1;          // calls (eager), replays (graph, graph set), depth (pipelined),
+                              // total (mixed)
   int num_layers = 1;         // each call repeated for L layers on the same workspace
   bool skew = false;          // random per-rank delays before calls
+  // Allocation churn around graphs (vLLM #45487): after each capture, device
+  // memory is freed and allocated again and kept filled with a canary that is
+  // checked after every graph batch (GPU only; the host model has no graphs).
+  bool churn = false;
   std::optional<uint32_t> epoch_start;  // set every slot's epoch to this before the case
   Producer producer = Producer::kDefault;
   uint64_t seed = 0;          // mixed into every generated value (printed as hex)
@@ -103,7 +116,7 @@ inline bool epoch_starts_below(const Case& c, uint64_t edge) {
 }
 
 // Format: dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone[-special<v>]-ub2-graph4
-//         [-l<L>][-skew][-ep<hex>][-prodslow|-prodpdl]-s<hex>
+//         [-l<L>][-skew][-churn][-ep<hex>][-prodslow|-prodpdl]-s<hex>
 // (each axis's tokens, in the order of the axis table, cases/axes.h).
 // "contig" replaces "pad0x0". A custom geometry is written h<H>d<D>m<maxT>[p<storage>].
 std::string format_case_id(const Case& c);

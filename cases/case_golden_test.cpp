@@ -101,29 +101,29 @@ const std::vector<Golden> kSuiteGolden = {
     {"smoke/w2", "48 2a9b69a9428148cd 62bb217a4cdbec95"},
     {"smoke/w4", "60 a9493bf3095d20c6 dd1ea2d32846a97c"},
     {"smoke/w8", "72 547c035542b11f56 228e5f4479f8ead8"},
-    {"default/w2", "756 cba72ff4116760ab 428e05d2f831e91b"},
-    {"default/w4", "1528 ed5e8a10d228db33 81fe730434b73ea9"},
-    {"default/w8", "2284 d9b13406302fa78c 151f8877b82d6253"},
-    {"full/w2", "84522 7dcd476bccf6fd66 eab688e772216769"},
-    {"full/w4", "169044 fcbc73885df492c8 ab2ba45a7e00756d"},
-    {"full/w8", "253566 6c61fbf71a8724ae b47ceb63c1ae3275"},
+    {"default/w2", "804 86870fb7119d92b1 1318fd77c87e9250"},
+    {"default/w4", "1624 f4a2955e7bde7e25 793e2b9d150c012f"},
+    {"default/w8", "2428 a0748253d8b9fac9 80c81b8cfdbfbc41"},
+    {"full/w2", "84546 9081cf84f6226929 afb92dce53f6f3e3"},
+    {"full/w4", "169092 f3915ecad7c1ea76 c49491b319f72afd"},
+    {"full/w8", "253638 a4aea9234f044600 240237ccfdd03134"},
     {"upstream/w2", "96 b35b360fd5ce87a1 95ba1871c9420829"},
     {"upstream/w4", "192 970a36cb456b5735 f380d0003f3b4159"},
     {"upstream/w8", "288 dfefd91adc967c7d e847e7da96bebd41"},
 };
 
 const std::vector<Golden> kRandomGolden = {
-    {"random/w2", "9600 e80cf514612c86b5 2add6ae9daa1154f"},
-    {"random/w3", "9600 328efd2b156ff0df f2f74c38a63f3f0d"},
-    {"random/w4", "9600 d418c157cc9be2b5 407f951089added7"},
-    {"random/w6", "9600 3914f96fc95aff74 fd41506c8b05cfd9"},
-    {"random/w8", "9600 3101a47db2e7c281 5fa956b99f5b56de"},
+    {"random/w2", "9600 47275e8440b7da71 f69f8fba6c5658e1"},
+    {"random/w3", "9600 5868f02f20eb8397 499734d659af0241"},
+    {"random/w4", "9600 2998e1420c13e8cf beccdf6f667ab119"},
+    {"random/w6", "9600 f8e884e3b810b673 a976c0eeca04afce"},
+    {"random/w8", "9600 890ed6b73a22bf1a 2c2d554a937563a9"},
 };
 
 const std::vector<Golden> kShrinkGolden = {
-    {"shrink/random", "15854 f5b70193b77e4fcc 5b373d245ddfa546"},
-    {"shrink/suites", "2181 818241d6e6e40208 2186f53d7fa1ec7d"},
-    {"shrink/chains", "7661 b2764dfff5d0a9b3 a5aa3207286c9797"},
+    {"shrink/random", "16076 fb7233ad9bd2e8cd c199f9c85f023477"},
+    {"shrink/suites", "2291 a33eecbc158b9d99 c28054fd25437d91"},
+    {"shrink/chains", "7671 1a6f4f116dfbac4b 910b6861b65d68f9"},
 };
 
 TEST_CASE("golden: every case of every suite keeps its id and fields") {

@@ -55,7 +55,8 @@ TEST_CASE("optional tokens and every enum value round trip") {
         "dcp4-kimi-bf16-lsefp32-base2-t17-pad64x3-emptyone-specialhugegap-ub2-graph4-l3-skew"
         "-epfffffffd-s1a2b3c");
   check_round_trip(c);
-  for (auto m : {ExecMode::kEager, ExecMode::kGraph, ExecMode::kPipelined, ExecMode::kMixed}) {
+  for (auto m : {ExecMode::kEager, ExecMode::kGraph, ExecMode::kPipelined, ExecMode::kMixed,
+                 ExecMode::kGraphSet}) {
     for (auto e : {EmptyPattern::kNone, EmptyPattern::kOne, EmptyPattern::kAll,
                    EmptyPattern::kRandom, EmptyPattern::kSpec}) {
       for (auto s : {SpecialLse::kNone, SpecialLse::kEqual, SpecialLse::kHugeGap,
@@ -102,6 +103,29 @@ TEST_CASE("the producer token: optional, after the epoch, round trips") {
                   "dcp4-kimi-bf16-lsefp32-base2-t17-contig-emptyone-ub2-graph4-prodpdl-skew-s1a2b3c",
                   &err)
                   .has_value());
+}
+
+TEST_CASE("graph sets: graphs<N> next to graph<N>") {
+  Case c = example();
+  c.mode = ExecMode::kGraphSet;
+  c.num_calls = 8;
+  CHECK(format_case_id(c) ==
+        "dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone-ub2-graphs8-s1a2b3c");
+  check_round_trip(c);
+  std::string err;
+  const std::string head = "dcp4-kimi-bf16-lsefp32-base2-t17-contig-emptynone-ub1-";
+  const auto g = parse_case_id(head + "graph8-s000001", &err);
+  REQUIRE(g.has_value());
+  CHECK(g->mode == ExecMode::kGraph);
+  CHECK_FALSE(parse_case_id(head + "graphs-s000001", &err));
+  CHECK(err.find("graphs<N>") != std::string::npos);
+  c.skew = true;
+  c.churn = true;
+  c.epoch_start = 0x7FFFFFFDu;
+  CHECK(format_case_id(c) ==
+        "dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone-ub2-graphs8-skew-churn-ep7ffffffd"
+        "-s1a2b3c");
+  check_round_trip(c);
 }
 
 TEST_CASE("preset names with dashes and custom geometries") {

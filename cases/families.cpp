@@ -1,5 +1,7 @@
 #include "families.h"
 
+#include "plan.h"
+
 namespace dcp {
 
 const std::vector<CaseFamily>& case_families() {
@@ -29,6 +31,14 @@ const std::vector<CaseFamily>& case_families() {
        "to launch with PDL (T = 1-2, eager, pipelined and under graphs)",
        "a PDL launch that reads its inputs before griddepcontrol.wait (no-grid-dependency-wait)",
        [](const Case& c) { return c.producer == Producer::kSlowPdl; }},
+      {"graph-set",
+       "one CUDA graph per token count (1, 8, T) on each slot over one workspace, replayed "
+       "interleaved",
+       "replays that read per-call state the host wrote at capture time, so a graph runs with "
+       "another graph's token count (host-mapped-params)",
+       [](const Case& c) {
+         return c.mode == ExecMode::kGraphSet && graph_set_tokens(c).size() >= 2;
+       }},
       {"guard-zones", "every case: canaries before and after the output and after every payload region",
        "a write out of bounds that hits no live buffer (write-past-output)",
        [](const Case&) { return true; }},

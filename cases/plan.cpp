@@ -7,7 +7,13 @@
 namespace dcp {
 namespace {
 
-enum Tag : uint64_t { kTagSlots = 0xDC9C1001, kTagBatches, kTagSkewRanks, kTagSkewDelay };
+enum Tag : uint64_t {
+  kTagSlots = 0xDC9C1001,
+  kTagBatches,
+  kTagSkewRanks,
+  kTagSkewDelay,
+  kTagGraphSet
+};
 
 constexpr uint32_t kMaxSkewNs = 200'000;
 
@@ -39,6 +45,7 @@ std::vector<Segment> plan_segments(const Case& c) {
       return {{ExecMode::kEager, 0, n}};
     case ExecMode::kGraph:
     case ExecMode::kPipelined:
+    case ExecMode::kGraphSet:  // split into one-call batches by plan_case
       return {{c.mode, 0, n}};
     case ExecMode::kMixed:
       break;
@@ -59,9 +66,72 @@ std::vector<Segment> plan_segments(const Case& c) {
   return segs;
 }
 
+// The T of each call of a graph set. The first three calls on the slot with
+// the most calls are T_max, T_min, T_max: a graph of T_max is replayed after
+// the slot captured one of T_min (what a kernel that reads per-slot state the
+// host wrote at capture time gets wrong). The others draw T uniformly, and
+// every member of the set appears when there are calls enough.
+std::vector<int> plan_graph_set_tokens(const Case& c, const std::vector<int>& slots) {
+  const std::vector<int> set = graph_set_tokens(c);
+  Rng rng(hash_all(c.seed, kTagGraphSet));
+  std::vector<int> tokens(slots.size());
+  for (int& t : tokens) t = set[static_cast<size_t>(rng.below(static_cast<int>(set.size())))];
+  if (set.size() < 2) return tokens;
+  const int busiest = std::count(slots.begin(), slots.end(), 1) >
+                              std::count(slots.begin(), slots.end(), 0)
+                          ? 1
+                          : 0;
+  std::vector<size_t> forced;
+  for (size_t i = 0; i < slots.size() && forced.size() < 3; ++i) {
+    if (slots[i] == busiest) forced.push_back(i);
+  }
+  if (forced.size() == 3) {
+    tokens[forced[0]] = tokens[forced[2]] = set.back();
+    tokens[forced[1]] = set.front();
+  }
+  std::vector<size_t> free_calls;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (std::find(forced.begin(), forced.end(), i) == forced.end()) free_calls.push_back(i);
+  }
+  for (int t : set) {
+    if (std::find(tokens.begin(), tokens.end(), t) != tokens.end() || free_calls.empty()) continue;
+    const size_t k = static_cast<size_t>(rng.below(static_cast<int>(free_calls.size())));
+    tokens[free_calls[k]] = t;
+    free_calls.erase(free_calls.begin() + static_cast<std::ptrdiff_t>(k));
+  }
+  return tokens;
+}
+
 }  // namespace
 
 int num_ops(const Case& c) { return c.num_calls * c.num_layers; }
+
+std::vector<int> graph_set_tokens(const Case& c) {
+  if (over_capacity(c)) return {c.num_tokens};
+  std::vector<int> set;
+  for (int t : {1, 8, c.num_tokens}) {
+    const int clipped = std::clamp(t, 1, std::max(1, c.num_tokens));
+    if (std::find(set.begin(), set.end(), clipped) == set.end()) set.push_back(clipped);
+  }
+  std::sort(set.begin(), set.end());
+  return set;
+}
+
+int tokens_of_op(const Case& c, int op_idx) {
+  if (c.mode != ExecMode::kGraphSet) return c.num_tokens;
+  for (const PlannedBatch& b : plan_case(c, 0)) {
+    for (const PlannedCall& call : b.calls) {
+      if (call.op_idx == op_idx) return batch_case(c, b).num_tokens;
+    }
+  }
+  return c.num_tokens;
+}
+
+Case batch_case(const Case& c, const PlannedBatch& batch) {
+  Case k = c;
+  if (batch.num_tokens > 0) k.num_tokens = batch.num_tokens;
+  return k;
+}
 
 std::vector<PlannedBatch> plan_case(const Case& c, int group_rank) {
   const std::vector<int> slots = plan_slots(c);
@@ -83,16 +153,25 @@ std::vector<PlannedBatch> plan_case(const Case& c, int group_rank) {
     }
   };
   std::vector<PlannedBatch> batches;
+  if (c.mode == ExecMode::kGraphSet) {
+    // One graph batch per call (its layers), each with the call's own T.
+    const std::vector<int> tokens = plan_graph_set_tokens(c, slots);
+    for (int call = 0; call < c.num_calls; ++call) {
+      batches.push_back({ExecMode::kGraph, {}, tokens[static_cast<size_t>(call)]});
+      call_ops(call, batches.back());
+    }
+    return batches;
+  }
   for (const Segment& seg : plan_segments(c)) {
     if (seg.mode == ExecMode::kEager) {
       // One batch per call (its layers), host sync after each.
       for (int call = seg.first_call; call < seg.first_call + seg.num_calls; ++call) {
-        batches.push_back({ExecMode::kEager, {}});
+        batches.push_back({ExecMode::kEager, {}, c.num_tokens});
         call_ops(call, batches.back());
       }
       continue;
     }
-    batches.push_back({seg.mode, {}});
+    batches.push_back({seg.mode, {}, c.num_tokens});
     for (int call = seg.first_call; call < seg.first_call + seg.num_calls; ++call) {
       call_ops(call, batches.back());
     }

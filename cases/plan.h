@@ -19,9 +19,24 @@ struct PlannedCall {
 struct PlannedBatch {
   ExecMode mode = ExecMode::kEager;  // kEager, kGraph or kPipelined
   std::vector<PlannedCall> calls;
+  // The batch's token count: c.num_tokens, except in a graph set (one call,
+  // all its layers, per batch), where it is the call's T from graph_set_tokens(c).
+  int num_tokens = 0;
 };
 
 std::vector<PlannedBatch> plan_case(const Case& c, int group_rank);
+
+// The token counts of a graph set (ExecMode::kGraphSet), ascending:
+// {1, 8, T} clipped to [1, T] and de-duplicated (T = c.num_tokens, so a case
+// needs T >= 2 for two graphs per slot). A capacity case's set is {T}.
+std::vector<int> graph_set_tokens(const Case& c);
+
+// The case one batch runs: c itself, or in a graph set c with the batch's T.
+// The generator, the backend, the checker and the output hash see it.
+Case batch_case(const Case& c, const PlannedBatch& batch);
+
+// The token count op `op_idx` runs with (c.num_tokens but in a graph set).
+int tokens_of_op(const Case& c, int op_idx);
 int num_ops(const Case& c);  // c.num_calls * c.num_layers
 
 }  // namespace dcp

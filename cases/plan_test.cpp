@@ -185,13 +185,97 @@ TEST_CASE("random cases span the axes") {
     big |= c.num_tokens == 128;
     one |= c.num_tokens == 1;
   }
-  CHECK(modes.size() == 4u);
+  CHECK(modes.size() == 5u);  // graph sets too
   CHECK(empties.size() == 5u);
   CHECK(specials.size() == 6u);
   CHECK(dcp.size() == 3u);
   CHECK(slots.size() == 2u);
   CHECK((epoch && skew && layers && big && one));
   CHECK_THROWS(random_case(1, 0, 1, *find_geometry("kimi")));
+}
+
+TEST_CASE("graph-set token counts: 1, 8 and T, clipped and de-duplicated") {
+  Case c = base_case(ExecMode::kGraphSet, 8);
+  auto set_for = [&](int t) {
+    c.num_tokens = t;
+    return graph_set_tokens(c);
+  };
+  CHECK(set_for(32) == std::vector<int>{1, 8, 32});
+  CHECK(set_for(17) == std::vector<int>{1, 8, 17});
+  CHECK(set_for(8) == std::vector<int>{1, 8});
+  CHECK(set_for(5) == std::vector<int>{1, 5});
+  CHECK(set_for(1) == std::vector<int>{1});
+  CHECK(set_for(33) == std::vector<int>{33});  // a capacity case: every call refused
+}
+
+TEST_CASE("graph-set plans: one graph call per batch, T from the set, deterministic") {
+  for (int slots : {1, 2}) {
+    for (uint64_t seed : {1ull, 2ull, 0x5eedull, 0xabcdefull}) {
+      CAPTURE(slots);
+      CAPTURE(seed);
+      Case c = base_case(ExecMode::kGraphSet, 8, 2, slots);
+      c.num_tokens = 17;
+      c.seed = seed;
+      const auto plan = plan_case(c, 0);
+      check_ops_consecutive(c, plan);
+      REQUIRE(plan.size() == 8u);
+      const std::vector<int> set = graph_set_tokens(c);
+      std::set<int> seen;
+      std::vector<std::pair<int, int>> slot_tokens;  // (slot, T) per call
+      for (const PlannedBatch& b : plan) {
+        CHECK(b.mode == ExecMode::kGraph);
+        REQUIRE(b.calls.size() == 2u);  // the call's two layers
+        CHECK(b.calls[0].slot == b.calls[1].slot);
+        CHECK(std::find(set.begin(), set.end(), b.num_tokens) != set.end());
+        CHECK(batch_case(c, b).num_tokens == b.num_tokens);
+        seen.insert(b.num_tokens);
+        slot_tokens.emplace_back(b.calls[0].slot, b.num_tokens);
+      }
+      CHECK(seen.size() == set.size());  // every graph of the set is captured
+      // The busiest slot's first three calls: T_max, T_min, T_max.
+      std::vector<int> on_busiest[2];
+      for (auto [slot, t] : slot_tokens) on_busiest[slot].push_back(t);
+      const auto& busy = on_busiest[on_busiest[1].size() > on_busiest[0].size() ? 1 : 0];
+      REQUIRE(busy.size() >= 3u);
+      CHECK(busy[0] == 17);
+      CHECK(busy[1] == 1);
+      CHECK(busy[2] == 17);
+      // Identical on every rank and on every plan of the same case.
+      for (int rank = 1; rank < c.dcp_size; ++rank) {
+        const auto other = plan_case(c, rank);
+        REQUIRE(other.size() == plan.size());
+        for (size_t i = 0; i < plan.size(); ++i) {
+          CHECK(other[i].num_tokens == plan[i].num_tokens);
+          CHECK(other[i].calls[0].slot == plan[i].calls[0].slot);
+        }
+      }
+      for (const PlannedBatch& b : plan) {
+        for (const PlannedCall& pc : b.calls) CHECK(tokens_of_op(c, pc.op_idx) == b.num_tokens);
+      }
+      const auto again = plan_case(c, 0);
+      for (size_t i = 0; i < plan.size(); ++i) CHECK(again[i].num_tokens == plan[i].num_tokens);
+    }
+  }
+  // Other modes: every batch has the case's T.
+  for (const PlannedBatch& b : plan_case(base_case(ExecMode::kMixed, 6), 0)) {
+    CHECK(b.num_tokens == 1);
+  }
+}
+
+TEST_CASE("a graph set shrinks to one graph per slot") {
+  Case c = base_case(ExecMode::kGraphSet, 8);
+  c.num_tokens = 17;
+  bool to_graph = false, to_eager = false;
+  for (const Case& k : shrink_candidates(c)) {
+    to_graph |= k.mode == ExecMode::kGraph && k.num_calls == 8;
+    to_eager |= k.mode == ExecMode::kEager;
+  }
+  CHECK(to_graph);
+  CHECK(to_eager);
+  c.churn = true;
+  bool no_churn = false;
+  for (const Case& k : shrink_candidates(c)) no_churn |= !k.churn && k.mode == c.mode;
+  CHECK(no_churn);
 }
 
 }  // namespace

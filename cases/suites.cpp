@@ -184,6 +184,30 @@ std::vector<Case> producer_cases(const SuiteOptions& opts, const Geometry& g) {
   return cases;
 }
 
+// The graph-set family: per group size and slot count, T = max_tokens and a
+// mid T (17), 8 calls so the busiest slot replays after another capture;
+// the two-slot cases churn allocations around their graphs too.
+std::vector<Case> graph_set_cases(const SuiteOptions& opts, const Geometry& g) {
+  std::vector<Case> cases;
+  for (int w : dcp_sizes_for_world(opts.world)) {
+    for (int slots : {1, 2}) {
+      for (int tokens : {g.max_tokens, std::min(17, g.max_tokens)}) {
+        Case c;
+        c.geometry = g;
+        c.dcp_size = w;
+        c.num_tokens = tokens;
+        c.num_slots = slots;
+        c.mode = ExecMode::kGraphSet;
+        c.num_calls = 8;
+        if (slots == 2) set_stride(c, Stride::kPadBoth), c.churn = true;
+        if (std::find(cases.begin(), cases.end(), c) == cases.end()) cases.push_back(c);
+      }
+    }
+  }
+  finish(cases, opts.base_seed);
+  return cases;
+}
+
 std::vector<Case> upstream_suite(const SuiteOptions& opts) {
   // The upstream test: Kimi-K3 geometry in 128-head storage, T in {1, 17}
   // contiguous and {5, 128} padded, no empty shard or one, 3 graph replays;
@@ -245,6 +269,7 @@ std::vector<Case> default_suite(const SuiteOptions& opts, const Geometry& g) {
   }
   for (const Case& k : capacity_cases(opts, g)) cases.push_back(k);
   for (const Case& p : producer_cases(opts, g)) cases.push_back(p);
+  for (const Case& k : graph_set_cases(opts, g)) cases.push_back(k);
   return cases;
 }
 
@@ -270,6 +295,7 @@ std::vector<Case> full_suite(const SuiteOptions& opts, const Geometry& g) {
   finish(cases, opts.base_seed);
   for (const Case& k : capacity_cases(opts, g)) cases.push_back(k);
   for (const Case& p : producer_cases(opts, g)) cases.push_back(p);
+  for (const Case& k : graph_set_cases(opts, g)) cases.push_back(k);
   return cases;
 }
 

@@ -159,7 +159,9 @@ TEST_CASE("suite sizes and determinism") {
       const auto a = build_suite("default", opts);
       CHECK(a == build_suite("default", opts));
       MESSAGE("default world " << world << " " << std::string(geo) << ": " << a.size() << " cases");
-      CHECK(a.size() <= 200);
+      // Seconds on one GPU (about 20 ms per case at world 4 with MPS): the
+      // pairwise rows plus the families (capacity, producer, graph-set) per group size.
+      CHECK(a.size() <= 240);
       std::set<std::string> ids;
       for (const Case& c : a) ids.insert(format_case_id(c));
       CHECK(ids.size() == a.size());  // no duplicates
@@ -212,6 +214,30 @@ TEST_CASE("default holds the producer cases: slow and PDL, T <= 2, eager, pipeli
   CHECK(slow + pdl < 200);
 }
 
+TEST_CASE("default holds the graph-set family: every group size, both slot counts, max and mid T") {
+  for (int world : {2, 4, 8}) {
+    for (const char* geo : {"kimi", "tiny"}) {
+      const Geometry g = *find_geometry(geo);
+      std::set<std::string> shapes;
+      for (const Case& c : build_suite("default", {world, g, 0})) {
+        if (c.mode != ExecMode::kGraphSet) continue;
+        CHECK(graph_set_tokens(c).size() == 3u);
+        CHECK(c.num_calls >= 5);  // the busiest slot has three calls
+        shapes.insert(fmt::format("{}/{}/{}", c.dcp_size, c.num_slots, c.num_tokens));
+        CHECK(c.churn == (c.num_slots == 2));  // the two-slot ones churn allocations
+      }
+      for (int w : dcp_sizes_for_world(world)) {
+        for (int slots : {1, 2}) {
+          for (int t : {g.max_tokens, 17}) {
+            CHECK_MESSAGE(shapes.count(fmt::format("{}/{}/{}", w, slots, t)) == 1,
+                          geo << " w" << w << " ub" << slots << " t" << t);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("upstream cases are all in default, as specified") {
   for (int world : {2, 4}) {
     for (const char* geo : {"kimi", "tiny", "kimi-k3"}) {
@@ -256,9 +282,10 @@ TEST_CASE("smoke, full and dcp sizes") {
   CHECK(smoke.size() >= 4);
   CHECK(smoke.size() <= 8);
   const auto full = build_suite("full", {2, *find_geometry("tiny"), 0});
-  // tiny: 6 token counts; plus the capacity family (2 cases per group size)
-  // and the producer cases (5 per group size).
-  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2 + 2 + 5);
+  // tiny: 6 token counts; plus the capacity family (2 cases per group size),
+  // the producer cases (5 per group size) and the graph-set family (T 32 and
+  // 17, one and two slots).
+  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2 + 2 + 5 + 4);
   CHECK_THROWS_AS(build_suite("nope", {2, *find_geometry("tiny"), 0}), std::invalid_argument);
 }
 

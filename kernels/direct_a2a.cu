@@ -110,6 +110,15 @@ __device__ __forceinline__ bool flag_accepted(uint32_t flag, uint32_t epoch, int
   return flag == epoch;
 }
 
+// Receive rows per source: max_tokens. The host-mapped-params mutant reads
+// the call's T from the host word its call() wrote (clamped to the workspace,
+// so it misplaces rows but never faults).
+__device__ __forceinline__ int recv_rows(const DirectA2AParams& p, int mutant) {
+  if (mutant != kMutantHostMappedParams || p.host_tokens == nullptr) return p.max_tokens;
+  const int t = *p.host_tokens;
+  return t < 1 ? 1 : (t > p.max_tokens ? p.max_tokens : t);
+}
+
 // ------------------------------------------------------------------ dispatch
 
 // Under PDL (p.pdl) this kernel may start while the inputs' producer still
@@ -146,7 +155,7 @@ __global__ void __launch_bounds__(256)
   }
 
   const int vecs_per_row = H * D / device::kVecElems;
-  const int64_t dst_row0 = (int64_t{parity} * W + src_pos) * p.max_tokens;
+  const int64_t dst_row0 = (int64_t{parity} * W + src_pos) * recv_rows(p, mutant);
   for (int t = blockIdx.x; t < p.num_tokens; t += gridDim.x) {
     bool masked = math::token_masked(p.seq_lens, p.query_start_loc, p.num_seqs, t);
     if (mutant == kMutantEmptyNotMasked) masked = false;
@@ -261,12 +270,13 @@ __global__ void __launch_bounds__(kCombineThreads)
   __syncthreads();  // the acquire by thread 0 orders every thread's reads below
 
   const int W = p.dcp_size, H = p.heads_per_rank, D = p.head_dim;
-  const int64_t src_elems = int64_t{p.max_tokens} * H * D;
+  const int64_t rows = recv_rows(p, mutant);
+  const int64_t src_elems = rows * H * D;
   device::CombineView v;
   v.out_src = static_cast<const uint16_t*>(p.out_recv[p.group_rank]) + parity * W * src_elems;
   v.out_src_stride = src_elems;
-  v.lse_src = p.lse_recv[p.group_rank] + int64_t{parity} * W * p.max_tokens * H;
-  v.lse_src_stride = int64_t{p.max_tokens} * H;
+  v.lse_src = p.lse_recv[p.group_rank] + int64_t{parity} * W * rows * H;
+  v.lse_src_stride = rows * H;
   v.num_sources = W;
   v.num_tokens = p.num_tokens;
   v.heads = H;

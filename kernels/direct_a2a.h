@@ -91,6 +91,9 @@ struct DirectA2AParams {
   float* combined_lse;           // [T, H] fp32 in the inputs' base, or null (not written)
   WaitStatus* status;            // device pointer to mapped pinned memory, or null
   uint64_t spin_timeout_ns;      // bounded wait before trapping
+  // Only the host-mapped-params mutant: the slot's word in mapped pinned host
+  // memory that its call() sets to T (device pointer), else null.
+  const volatile int32_t* host_tokens;
 };
 
 // Empty string when `p` is launchable, else one line naming the problem

@@ -32,6 +32,7 @@ enum GpuMutantId : int {
   kMutantNoCapacityCheck = 18,
   kMutantCombinedLseBase2 = 19,
   kMutantNoGridDependencyWait = 20,
+  kMutantHostMappedParams = 21,
 };
 
 struct GpuMutantInfo {
@@ -129,6 +130,12 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "producer still writes (poison); without PDL stream order hides it, so only the PDL "
      "producer cases reach it",
      true, "", false, 2, "producer-pdl"},
+    {kMutantHostMappedParams, "host-mapped-params", "indexing",
+     "the receive rows are packed by the token count read at run time from a per-slot word in "
+     "mapped pinned host memory that call() writes, instead of max_tokens: eager calls and one "
+     "graph per slot are right, but a graph replayed after its slot captured one of fewer tokens "
+     "overlaps its sources' rows (only the graph-set cases reach it)",
+     true, "", false, 2, "graph-set"},
 };
 
 inline const GpuMutantInfo* find_gpu_mutant(int id) {

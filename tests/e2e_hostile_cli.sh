@@ -120,7 +120,7 @@ done
 grep -q "Exit codes" <("$BIN" --help) || { echo "FAIL: --help lists no exit codes"; failures=$((failures + 1)); }
 # The families, with their counts: the default suite has 2 capacity cases per group size.
 families=$("$BIN" list --world 4 --geometry tiny --families)
-for f in capacity epoch-2^31 epoch-2^32 guard-zones slow-producer producer-pdl; do
+for f in capacity epoch-2^31 epoch-2^32 guard-zones slow-producer producer-pdl graph-set; do
   grep -q "^$f " <<<"$families" || { echo "FAIL: list --families lacks $f"; failures=$((failures + 1)); }
 done
 grep -Eq '^capacity +4 of ' <<<"$families" ||
@@ -134,6 +134,9 @@ grep -q "# skipped: kernel 'stock' lacks capability pdl" <<<"$skips" ||
   { echo "FAIL: list --kernel stock does not skip the PDL cases by name: $skips"; failures=$((failures + 1)); }
 grep -q "^# capabilities: .*pdl" <("$BIN" list --world 2 --kernel direct --filter prodpdl) ||
   { echo "FAIL: list --kernel direct does not declare pdl"; failures=$((failures + 1)); }
+# The graph-set family: per group size (4 and 2), two slot counts, T = 32 and 17.
+grep -Eq '^graph-set +8 of ' <<<"$families" ||
+  { echo "FAIL: list --families: want 8 graph-set cases at world 4: $families"; failures=$((failures + 1)); }
 grep -q -- "--inject-fault" <("$BIN" run --help) && { echo "FAIL: --inject-fault is not hidden"; failures=$((failures + 1)); }
 
 echo "${#CASES[@]} malformed invocations, $failures failures"

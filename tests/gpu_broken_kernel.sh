@@ -22,6 +22,7 @@ MUTANTS=(
   "no-base-conversion;-basee-;base=e;base=2"
   "ignore-lse-stride;-pad[0-9]+x[1-9][0-9]*-;stride=padded-(lse|both);stride=(contig|padded-out)"
   "empty-not-masked;-empty(one|all|random|spec)-;empty=(one|all|random|spec);empty=none"
+  "host-mapped-params;-graphs[0-9]+-;mode=graphs:;mode=(eager|graph|pipe|mix):"
 )
 MISMATCH='rank [0-9]+ op [0-9]+ token [0-9]+ head [0-9]+ dim [0-9]+: got [^ ]+ want [^ ]+ \([^ ]+ ulps'
 NUM_AXIS_ROWS_MAX=12 # failures_by_axis() prints at most this many rows

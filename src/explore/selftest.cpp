@@ -206,8 +206,12 @@ std::vector<MutantInfo> mutants_for(const SessionConfig& config) {
   const bool builtin_direct = k.builtin && k.spec == "direct";
   if (!builtin_direct) {
     for (size_t i = 0; i < k.mutants.size(); ++i) {
-      out.push_back({static_cast<int>(i) + 1, k.mutants[i], "plugin", k.mutant_descriptions[i],
-                     true, ""});
+      MutantInfo info;
+      info.id = static_cast<int>(i) + 1;
+      info.name = k.mutants[i];
+      info.kind = "plugin";
+      info.description = k.mutant_descriptions[i];
+      out.push_back(std::move(info));
     }
     return out;
   }
@@ -215,8 +219,11 @@ std::vector<MutantInfo> mutants_for(const SessionConfig& config) {
     // The host model runs each rank on its own CPU process: nothing is hidden by
     // a shared device, so every host mutant must be caught.
     for (const auto& m : kHostMutants) {
-      MutantInfo info{m.id, std::string(m.name), std::string(m.kind), std::string(m.description),
-                      true, ""};
+      MutantInfo info;
+      info.id = m.id;
+      info.name = m.name;
+      info.kind = m.kind;
+      info.description = m.description;
       info.family = m.family;
       out.push_back(std::move(info));
     }

@@ -47,7 +47,18 @@ struct DirectContext {
   std::array<int32_t, kMaxDcpSize> members{};
   int group_rank = 0;
   int mutant = kMutantNone;
+  // host-mapped-params only: one word per slot in mapped pinned host memory,
+  // set to T by call() (host pointer) and read by the kernels (device pointer).
+  int32_t* host_tokens = nullptr;
+  int32_t* host_tokens_dev = nullptr;
   std::string error;
+
+  DirectContext() = default;
+  DirectContext(const DirectContext&) = delete;
+  DirectContext& operator=(const DirectContext&) = delete;
+  ~DirectContext() {
+    if (host_tokens != nullptr) cudaFreeHost(host_tokens);
+  }
 };
 
 DirectWorkspaceLayout direct_layout(const dcpGroupConfig_v1& c) {
@@ -107,6 +118,19 @@ dcpStatus_t direct_init(const dcpGroupConfig_v1* c, const dcpRegion_v1* regions,
     }
     ctx->mutant = m->id;
   }
+  if (ctx->mutant == kMutantHostMappedParams) {
+    void* host = nullptr;
+    void* dev = nullptr;
+    if (cudaHostAlloc(&host, sizeof(int32_t) * kMaxSlots, cudaHostAllocMapped) != cudaSuccess) {
+      return fail(&t_last_error, DCP_STATUS_CUDA_ERROR, "direct: cannot map the host words");
+    }
+    ctx->host_tokens = static_cast<int32_t*>(host);
+    std::memset(host, 0, sizeof(int32_t) * kMaxSlots);
+    if (cudaHostGetDevicePointer(&dev, host, 0) != cudaSuccess) {
+      return fail(&t_last_error, DCP_STATUS_CUDA_ERROR, "direct: cannot map the host words");
+    }
+    ctx->host_tokens_dev = static_cast<int32_t*>(dev);
+  }
   *out = ctx.release();
   return DCP_STATUS_OK;
 }
@@ -150,6 +174,12 @@ dcpStatus_t direct_call(void* context, const dcpCallArgs_v1* a) {
   p.combined_lse = a->combined_lse;
   p.status = ctx->status;
   p.spin_timeout_ns = a->timeout_ns;
+  if (ctx->host_tokens != nullptr) {
+    // The mistake: a parameter of the call kept in host memory the kernels
+    // read when they run, which a graph replay does not rewrite.
+    *static_cast<volatile int32_t*>(ctx->host_tokens + a->slot) = a->num_tokens;
+    p.host_tokens = ctx->host_tokens_dev + a->slot;
+  }
   if (const std::string why = validate_direct_params(p, ctx->mutant); !why.empty()) {
     return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT, "direct: " + why);
   }

@@ -360,8 +360,7 @@ std::string case_skip_reason(const KernelInfo& k, const Case& c, bool ranks_shar
     return fmt::format("{} supports {} ubatch slot(s), the case uses {}", who, k.max_slots,
                        c.num_slots);
   }
-  const bool graphs = c.mode == ExecMode::kGraph || c.mode == ExecMode::kMixed;
-  if (graphs && k.memory == DCP_MEMORY_DEVICE && !k.has(DCP_CAP_GRAPH_SAFE)) {
+  if (uses_graphs(c.mode) && k.memory == DCP_MEMORY_DEVICE && !k.has(DCP_CAP_GRAPH_SAFE)) {
     return fmt::format("{} lacks capability graph-safe (the case replays CUDA graphs)", who);
   }
   if (c.producer == Producer::kSlowPdl && k.memory == DCP_MEMORY_DEVICE && !k.has(DCP_CAP_PDL)) {
@@ -376,7 +375,9 @@ std::string case_skip_reason(const KernelInfo& k, const Case& c, bool ranks_shar
   if (c.epoch_start.has_value() && !k.has_set_epoch) {
     return fmt::format("{} has no set_epoch hook (the case starts near the epoch wrap)", who);
   }
-  const bool overlapping_slots = c.num_slots > 1 && c.mode != ExecMode::kEager;
+  // A graph set runs one call per batch: its two slots are never in flight at once.
+  const bool overlapping_slots =
+      c.num_slots > 1 && c.mode != ExecMode::kEager && c.mode != ExecMode::kGraphSet;
   if (overlapping_slots && ranks_share_gpu && k.has(DCP_CAP_NEEDS_CORESIDENT)) {
     return fmt::format(
         "{} declares needs-coresident and ranks share a GPU: two slots in flight "

@@ -76,6 +76,9 @@ TEST_CASE("case skips name the missing declaration and shared GPUs matter only w
   c.mode = ExecMode::kGraph;
   k.capabilities &= ~DCP_CAP_GRAPH_SAFE;
   CHECK(case_skip_reason(k, c, false).find("graph-safe") != std::string::npos);
+  c.mode = ExecMode::kGraphSet;  // a graph set replays graphs too
+  CHECK(case_skip_reason(k, c, false).find("graph-safe") != std::string::npos);
+  c.mode = ExecMode::kGraph;
   k = load_kernel("direct")->info();
   c.empty = EmptyPattern::kOne;
   k.capabilities &= ~DCP_CAP_MASKS_EMPTY_KV;
@@ -90,6 +93,9 @@ TEST_CASE("case skips name the missing declaration and shared GPUs matter only w
   k.capabilities |= DCP_CAP_NEEDS_CORESIDENT;
   CHECK(case_skip_reason(k, c, false).empty());
   CHECK(case_skip_reason(k, c, true).find("needs-coresident") != std::string::npos);
+  c.mode = ExecMode::kGraphSet;  // one call per batch: its slots are never in flight at once
+  CHECK(case_skip_reason(k, c, true).empty());
+  c.mode = ExecMode::kPipelined;
   k.max_slots = 1;
   CHECK(case_skip_reason(k, c, false).find("ubatch slot") != std::string::npos);
 }

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "errors.h"
+#include "plan.h"
 #include "supervisor_impl.h"
 #include "worker_protocol.h"
 
@@ -47,6 +48,17 @@ std::string summarize_failures(const std::vector<RankCaseResult>& ranks) {
   return msg;
 }
 
+// A graph set's calls differ in T: the first mismatch's call says which.
+std::string graph_set_note(const Case& c, const std::vector<RankCaseResult>& ranks) {
+  if (c.mode != ExecMode::kGraphSet) return "";
+  for (const RankCaseResult& r : ranks) {
+    if (r.first_mismatches.empty()) continue;
+    const int op = r.first_mismatches.front().op_idx;
+    return fmt::format("; op {} replayed the graph set's T={} graph", op, tokens_of_op(c, op));
+  }
+  return "";
+}
+
 // Distinct errors, in rank order, at most three (the ranks keep all of them).
 std::string join_errors(const std::vector<std::string>& errors) {
   std::vector<std::string> distinct;
@@ -69,8 +81,6 @@ std::string waits_text(const std::vector<std::string>& waits) {
   if (waits.size() == 1 && waits[0] == "no rank was waiting on a flag") return "";
   return fmt::format("{}", fmt::join(waits, "; "));
 }
-
-bool uses_graphs(const Case& c) { return c.mode == ExecMode::kGraph || c.mode == ExecMode::kMixed; }
 
 }  // namespace
 
@@ -143,10 +153,10 @@ CaseResult Session::Impl::finish_case(CaseResult r, const Case& c) {
   r.status = passed ? CaseStatus::kPass : CaseStatus::kFail;
   r.failure = passed ? FailureKind::kNone : case_failure(r.ranks);
   if (!passed) {
-    r.message = summarize_failures(r.ranks);
+    r.message = summarize_failures(r.ranks) + graph_set_note(c, r.ranks);
   } else if (!r.ranks.empty() && !r.ranks.front().note.empty()) {
     r.message = fmt::format("every rank: {}", r.ranks.front().note);
-  } else if (config.backend == BackendKind::kHost && uses_graphs(c)) {
+  } else if (config.backend == BackendKind::kHost && uses_graphs(c.mode)) {
     r.message = "host backend: CUDA graph replays are modelled as eager calls";
   }
   return r;

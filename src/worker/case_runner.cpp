@@ -101,6 +101,7 @@ void accumulate_check(RankCaseResult& r, CallCheck&& check) {
 
 // One batch's outputs and the check running on them in the background.
 struct PendingCheck {
+  Case c;  // the batch's case (batch_case: a graph set's call has its own T)
   std::vector<int> ops;
   std::vector<std::vector<uint8_t>> outputs;
   std::future<std::vector<CallCheck>> checks;
@@ -115,15 +116,16 @@ constexpr size_t kOverlapMinBytes = size_t{256} << 10;  // 128 Ki 16-bit element
 
 class CheckPipeline {
  public:
-  CheckPipeline(const Case& c, const CaseRunContext& ctx, RankCaseResult& result)
-      : c_(c), ctx_(ctx), bc_(*ctx.backend_config), result_(result) {}
+  CheckPipeline(const CaseRunContext& ctx, RankCaseResult& result)
+      : ctx_(ctx), bc_(*ctx.backend_config), result_(result) {}
   ~CheckPipeline() {
     if (pending_ && pending_->checks.valid()) pending_->checks.wait();  // never outlive it
   }
 
-  void submit(std::vector<int> ops, std::vector<std::vector<uint8_t>> outputs) {
+  void submit(const Case& c, std::vector<int> ops, std::vector<std::vector<uint8_t>> outputs) {
     finish();
     pending_ = std::make_unique<PendingCheck>();
+    pending_->c = c;
     pending_->ops = std::move(ops);
     pending_->outputs = std::move(outputs);
     PendingCheck* p = pending_.get();
@@ -134,7 +136,7 @@ class CheckPipeline {
       PhaseClock clock;
       std::vector<CallCheck> checks;
       for (size_t i = 0; i < p->outputs.size(); ++i) {
-        checks.push_back(check_call_output(c_, bc_.group_idx, bc_.group_rank, bc_.global_rank,
+        checks.push_back(check_call_output(p->c, bc_.group_idx, bc_.group_rank, bc_.global_rank,
                                            p->ops[i], p->outputs[i], ctx_.profile));
       }
       clock.lap(p->check_ms);
@@ -158,7 +160,7 @@ class CheckPipeline {
     if (ctx_.outputs != nullptr) {
       // Only the [T, H, D] output: what two implementations must agree on.
       for (auto& out : pending_->outputs) {
-        out.resize(std::min(out.size(), output_bytes(c_)));
+        out.resize(std::min(out.size(), output_bytes(pending_->c)));
         ctx_.outputs->push_back(std::move(out));
       }
     } else if (ctx_.spare_outputs != nullptr) {
@@ -171,7 +173,6 @@ class CheckPipeline {
   bool pending() const { return pending_ != nullptr; }
 
  private:
-  const Case& c_;
   const CaseRunContext& ctx_;
   const BackendConfig& bc_;
   RankCaseResult& result_;
@@ -197,6 +198,7 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
   std::vector<std::string> out_of_bounds;
   for (const PlannedBatch& planned : plan_case(c, bc.group_rank)) {
     if (planned.calls.empty()) continue;
+    const Case call_case = batch_case(c, planned);
     PhaseClock clock;
     Batch batch;
     batch.mode = planned.mode;
@@ -205,7 +207,7 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
     batch.spare_outputs = ctx.spare_outputs;
     std::vector<int> ops;
     for (const PlannedCall& call : planned.calls) {
-      batch.calls.push_back(make_call_inputs(c, bc, call, device_produces));
+      batch.calls.push_back(make_call_inputs(call_case, bc, call, device_produces));
       ops.push_back(call.op_idx);
     }
     clock.lap(phases.generate_ms);
@@ -214,7 +216,7 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
     if (ctx.progress) ctx.progress(planned.calls.front().op_idx);
     clock.restart();
     const double accounted = phases.stage_ms + phases.wait_ms + phases.collect_ms;
-    std::vector<std::vector<uint8_t>> outputs = backend.run_batch(c, batch);
+    std::vector<std::vector<uint8_t>> outputs = backend.run_batch(call_case, batch);
     double run_ms = 0;
     clock.lap(run_ms);
     phases.launch_ms += run_ms - (phases.stage_ms + phases.wait_ms + phases.collect_ms - accounted);
@@ -225,7 +227,7 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
         if (ops[i] == fault_op) corrupt_output(outputs[i]);
       }
     }
-    pipeline.submit(std::move(ops), std::move(outputs));
+    pipeline.submit(call_case, std::move(ops), std::move(outputs));
   }
   return out_of_bounds;
 }
@@ -290,7 +292,7 @@ RankCaseRun::~RankCaseRun() = default;  // the pipeline waits for its pending ch
 
 void RankCaseRun::start() {
   start_time_ = Clock::now();
-  pipeline_ = std::make_unique<CheckPipeline>(c_, ctx_, result_);
+  pipeline_ = std::make_unique<CheckPipeline>(ctx_, result_);
   try {
     out_of_bounds_ = run_batches(c_, backend_, ctx_, *pipeline_, result_);
   } catch (const KernelRefusal& e) {

@@ -6,6 +6,7 @@
 
 #include "checker.h"
 #include "geometry.h"
+#include "plan.h"
 
 namespace dcp {
 namespace {
@@ -18,6 +19,7 @@ class ScriptedBackend final : public RankBackend {
   std::string name() const override { return "scripted"; }
   void begin_case(const Case&) override {}
   std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) override {
+    batch_tokens.push_back(c.num_tokens);
     std::vector<std::vector<uint8_t>> outs;
     for (const CallInputs& in : batch.calls) {
       std::vector<uint8_t> out = rounded_reference_output(c, bc_.group_idx, bc_.group_rank, in.op_idx);
@@ -28,6 +30,7 @@ class ScriptedBackend final : public RankBackend {
     }
     return outs;
   }
+  std::vector<int> batch_tokens;  // the T of each batch's case, in run order
 
  private:
   BackendConfig bc_;
@@ -117,6 +120,49 @@ TEST_CASE("a case run in two steps leaves its last check pending and gives the o
   CHECK(split.first_mismatches[0].op_idx == 2);
   CHECK(split.output_hash == whole.output_hash);
   CHECK_FALSE(split.passed);
+}
+
+// A graph set's calls run as one-call batches, each against the case with its
+// own T: the backend, the checker and the hash all see that T.
+TEST_CASE("a graph set's calls run and are checked with their own token counts") {
+  Case c;
+  c.dcp_size = 2;
+  c.geometry = *find_geometry("tiny");
+  c.num_tokens = 32;
+  c.num_calls = 8;
+  c.num_slots = 2;
+  c.mode = ExecMode::kGraphSet;
+  c.seed = 0x6e7;
+  BackendConfig bc;
+  bc.dcp_size = 2;
+  bc.members = {0, 1};
+  bc.geometry = c.geometry;
+  const std::vector<PlannedBatch> plan = plan_case(c, 0);
+  const int bad_op = plan[5].calls[0].op_idx;
+  ScriptedBackend backend(bc, {bad_op});
+  CaseRunContext ctx;
+  ctx.backend_config = &bc;
+  const RankCaseResult r = run_case_on_rank(c, backend, ctx);
+  REQUIRE(r.error.empty());
+  std::vector<int> want_tokens;
+  RankCaseResult want;
+  uint64_t hash = kFnvOffset;
+  for (const PlannedBatch& planned : plan) {
+    want_tokens.push_back(planned.num_tokens);
+    const Case k = batch_case(c, planned);
+    const int op = planned.calls[0].op_idx;
+    std::vector<uint8_t> out = rounded_reference_output(k, 0, 0, op);
+    if (op == bad_op) out[out.size() / 2 + 1] ^= 0x40;
+    want.num_checked += check_call_output(k, 0, 0, 0, op, out, ctx.profile).num_checked;
+    hash = fnv1a(hash, out);
+  }
+  CHECK(backend.batch_tokens == want_tokens);
+  CHECK(r.num_checked == want.num_checked);
+  CHECK(r.num_mismatches == 1);
+  REQUIRE(r.first_mismatches.size() == 1);
+  CHECK(r.first_mismatches[0].op_idx == bad_op);
+  CHECK(tokens_of_op(c, bad_op) == plan[5].num_tokens);
+  CHECK(r.output_hash == hash);
 }
 
 }  // namespace

@@ -9,9 +9,12 @@
 // copied in before each replay). Modes differ only in buffers and synchronisation:
 //   eager      one buffer set, host sync after every call;
 //   pipelined  one buffer set per call, one sync after the whole batch;
-//   graph      one buffer set per slot, owned by the slot's graph (captured
-//              once per slot and launch shape, re-captured when it changes),
-//              one sync after the batch.
+//   graph      one buffer set per graph: each slot caches up to
+//              kGraphsPerSlot graphs by launch key (a graph set replays one
+//              per token count, interleaved, over the same workspace and
+//              slot); a new key captures into the least recently used one;
+//              every case captures its own (begin_case drops them); one sync
+//              after the batch.
 // Ubatch slot s runs on stream[s], as DBO runs its ubatches. The op itself is
 // whatever kernel the plugin seam holds (built-in or a library): this file is
 // the harness around it and never knows which.
@@ -95,14 +98,19 @@ struct MappedRegion {
   DeviceBuffer peer_table;  // int64 [W]
 };
 
+// One captured op. Its buffers are its own: capturing another key (another
+// T) on the slot never reallocates the buffers a cached graph replays from.
 struct SlotGraph {
   GraphExec exec;
   OpLaunch key;
   Producer producer = Producer::kDefault;  // captured before the op, when not the default
   bool valid = false;
-  bool warmed = false;  // one eager call ran on this slot (eager-before-capture)
+  uint64_t last_use = 0;  // for least-recently-used replacement
   CallBuffers buffers;
 };
+
+// A graph set needs at most 3 per slot ({1, 8, T}); one spare.
+constexpr int kGraphsPerSlot = 4;
 
 class GpuBackend final : public RankBackend {
  public:
@@ -139,6 +147,9 @@ class GpuBackend final : public RankBackend {
   void enqueue_call(const CallShape& sh, const CallInputs& in, CallStaging& st, CallBuffers& b,
                     cudaStream_t s, cudaGraphExec_t graph, PhaseTimes* phases);
   void capture(SlotGraph& g, const CallShape& sh, const OpLaunch& op, cudaStream_t s);
+  // The slot's graph for shape `sh`: a cached one whose key matches, else the
+  // least recently used one with its buffers ensured for `sh` (not captured).
+  SlotGraph& graph_for(const CallShape& sh, int slot, CallStaging& st, bool* cached);
   cudaStream_t stream_for(int slot) const;
   void sync_all();
   // Throws for a failed CUDA call of a batch: device faults (and any error in
@@ -155,6 +166,8 @@ class GpuBackend final : public RankBackend {
   void check_guards(const CallInputs& in, const CallStaging& st,
                     std::vector<std::string>* out) const;
   void check_region_tails(std::vector<std::string>* out);
+  void churn_after_capture(const CallShape& sh, cudaStream_t s);
+  void check_churn(std::vector<std::string>* out);
 
   BackendConfig cfg_;
   size_t guard_ = 0;               // bytes of each output guard zone
@@ -172,7 +185,11 @@ class GpuBackend final : public RankBackend {
   CallBuffers eager_buffers_;
   std::vector<CallBuffers> pipe_buffers_;
   std::vector<CallStaging> staging_;
-  std::array<SlotGraph, kMaxSlots> graphs_;
+  std::array<std::array<SlotGraph, kGraphsPerSlot>, kMaxSlots> graphs_;
+  std::array<bool, kMaxSlots> warmed_{};  // one eager call ran on the slot (eager-before-capture)
+  uint64_t graph_uses_ = 0;
+  DeviceBuffer churn_;  // churn cases: reallocated after each capture, holds the canary
+  size_t churn_bytes_ = 0;
 };
 
 GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(cfg) {
@@ -334,6 +351,16 @@ void GpuBackend::begin_case(const Case& c) {
             "case for a DCP group of {} sent to a backend of {}", c.dcp_size, cfg_.dcp_size);
   current_ = &c;
   sync_all();
+  churn_.reset();
+  churn_bytes_ = 0;
+  // A case captures its own graphs: none replays a capture of another case,
+  // so what a graph set's replays read is what this case's captures left.
+  for (auto& slot : graphs_) {
+    for (SlotGraph& g : slot) {
+      g.exec.reset();
+      g.valid = false;
+    }
+  }
   for (const MappedRegion& m : regions_) {
     if (m.request.kind != DCP_REGION_PAYLOAD) continue;
     check(cudaMemsetAsync(m.peers[cfg_.group_rank], 0xFF, m.request.bytes, streams_[0].get()),
@@ -619,6 +646,30 @@ void GpuBackend::capture(SlotGraph& g, const CallShape& sh, const OpLaunch& op, 
   g.valid = true;
 }
 
+// A key compares equal only when the shape and the buffers are those of the
+// capture, so a cached graph's buffers already fit `sh`; the producer kind
+// must match too (a slow producer is captured ahead of the op).
+SlotGraph& GpuBackend::graph_for(const CallShape& sh, int slot, CallStaging& st, bool* cached) {
+  auto& graphs = graphs_[static_cast<size_t>(slot)];
+  SlotGraph* victim = &graphs[0];
+  for (SlotGraph& g : graphs) {
+    if (g.valid) {
+      const OpLaunch op = make_launch(sh, slot, g.buffers);
+      if (std::memcmp(&op, &g.key, sizeof op) == 0 && g.producer == sh.producer) {
+        ensure(sh, g.buffers, st);  // the staging; the buffers already fit
+        *cached = true;
+        return g;
+      }
+    }
+    if (victim->valid && (!g.valid || g.last_use < victim->last_use)) victim = &g;
+  }
+  victim->exec.reset();
+  victim->valid = false;
+  ensure(sh, victim->buffers, st);
+  *cached = false;
+  return *victim;
+}
+
 // ----------------------------------------------------------------- batches
 
 // A trap that surfaced at one of our own CUDA calls (CUDA_CHECK) is still the
@@ -634,7 +685,8 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch(const Case& c, const Bat
 
 std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, const Batch& batch) {
   CUDA_CHECK(cfg_.global_rank, HarnessError, cudaSetDevice(cfg_.device));
-  DCP_CHECK(batch.mode != ExecMode::kMixed, HarnessError, "a batch is never mixed");
+  DCP_CHECK(batch.mode != ExecMode::kMixed && batch.mode != ExecMode::kGraphSet, HarnessError,
+            "a batch is never mixed or a graph set (plan_case splits them)");
   current_ = &c;
   const CallShape sh = shape_of(c, batch);
   const size_t n = batch.calls.size();
@@ -675,26 +727,28 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
     for (size_t i = 0; i < n; ++i) {
       const CallInputs& in = batch.calls[i];
       DCP_CHECK(in.slot >= 0 && in.slot < kMaxSlots, HarnessError, "slot {} out of range", in.slot);
-      SlotGraph& g = graphs_[in.slot];
       const cudaStream_t s = stream_for(in.slot);
-      ensure(sh, g.buffers, staging_[i]);
-      const OpLaunch op = make_launch(sh, in.slot, g.buffers);
-      if (!g.valid || std::memcmp(&op, &g.key, sizeof op) != 0 || g.producer != sh.producer) {
-        if (!g.warmed && cfg_.kernel->info().has(DCP_CAP_EAGER_BEFORE_CAPTURE)) {
+      bool cached = false;
+      SlotGraph& g = graph_for(sh, in.slot, staging_[i], &cached);
+      if (!cached) {
+        if (!warmed_[in.slot] && cfg_.kernel->info().has(DCP_CAP_EAGER_BEFORE_CAPTURE)) {
           // Every rank runs the case's calls in the same order, so this extra
           // call (its output discarded) lines up across the group too.
           enqueue_call(sh, in, staging_[i], g.buffers, s, nullptr, &phases);
           wait();
         }
-        capture(g, sh, op, s);
+        capture(g, sh, make_launch(sh, in.slot, g.buffers), s);
+        if (c.churn) churn_after_capture(sh, s);
       }
-      g.warmed = true;
+      warmed_[in.slot] = true;
+      g.last_use = ++graph_uses_;
       enqueue_call(sh, in, staging_[i], g.buffers, s, g.exec.get(), &phases);
     }
     wait();
     for (size_t i = 0; i < n; ++i) collect(staging_[i], batch.calls[i]);
   }
   check_region_tails(batch.out_of_bounds);
+  check_churn(batch.out_of_bounds);
   current_ = nullptr;
   return outputs;
 }
@@ -725,6 +779,44 @@ void GpuBackend::check_region_tails(std::vector<std::string>* out) {
     if (out != nullptr) out->push_back(fmt::format("after the batch: {}", damage));
     check(cudaMemset(tail, kGuardCanary, m.tail_guard), "refill region tail", false);
   }
+}
+
+// Allocation churn (vLLM #45487: a graph keeps the addresses it was captured
+// with, and memory freed after the capture is handed out again): the
+// previous churn block is freed, a new one as large as the call's buffers (at
+// most 64 MiB) is allocated and filled with the canary. A graph that writes
+// where a freed block was damages it; check_churn finds that.
+void GpuBackend::churn_after_capture(const CallShape& sh, cudaStream_t s) {
+  const int rank = cfg_.global_rank;
+  churn_.reset();
+  churn_bytes_ = std::min<size_t>(size_t{64} << 20, sh.in_out_bytes + sh.in_lse_bytes +
+                                                        sh.output_bytes + sh.lse_out_bytes);
+  churn_.ensure(churn_bytes_, rank);
+  // On the call's stream: filled before the replay that follows.
+  check(cudaMemsetAsync(churn_.data(), kGuardCanary, churn_bytes_, s), "fill churn block", false);
+}
+
+// After each batch of a churn case: the live churn block still holds the canary.
+void GpuBackend::check_churn(std::vector<std::string>* out) {
+  if (churn_bytes_ == 0) return;
+  std::vector<uint8_t> host(churn_bytes_);
+  check(cudaMemcpy(host.data(), churn_.data(), churn_bytes_, cudaMemcpyDeviceToHost),
+        "copy churn block", false);
+  size_t changed = 0, first = 0;
+  for (size_t i = 0; i < host.size(); ++i) {
+    if (host[i] == kGuardCanary) continue;
+    if (changed++ == 0) first = i;
+  }
+  if (changed == 0) return;
+  if (out != nullptr) {
+    out->push_back(fmt::format(
+        "after the batch: the churn block allocated after a capture was written: {} of {} "
+        "bytes changed, the first at +{} (a graph writes to memory freed after its capture)",
+        changed, churn_bytes_, first));
+  }
+  check(cudaMemsetAsync(churn_.data(), kGuardCanary, churn_bytes_, streams_[0].get()),
+        "refill churn block", false);
+  sync_all();
 }
 
 // ------------------------------------------------------------------- bench

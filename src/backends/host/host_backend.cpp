@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -63,8 +64,12 @@ struct SegmentLayout {
   static size_t step_index(int slot, int peer) {
     return static_cast<size_t>(slot) * kHostMaxRanks + peer;
   }
-  size_t row_index(int slot, int parity, int src, int token, int head) const {
-    return ((flag_index(slot, parity, src) * max_tokens) + token) * heads + head;
+  // `rows` per source: max_tokens (only the host-mapped-params mutant packs
+  // fewer, within the slot's rows, as the kernel does within its slot region).
+  size_t row_index(int slot, int parity, int src, int token, int head, int rows) const {
+    const size_t slot_rows = static_cast<size_t>(slot) * 2 * num_ranks * max_tokens;
+    const size_t source = static_cast<size_t>(parity) * num_ranks + src;
+    return (slot_rows + source * rows + token) * heads + head;
   }
 };
 
@@ -128,6 +133,7 @@ class HostBackend final : public RankBackend {
 
  private:
   void validate(const Case& c) const;
+  int note_call(ExecMode mode, int num_tokens, int slot);
   void run_call(const Case& c, const CallInputs& call, const SameSlotNeighbours* order,
                 std::vector<uint8_t>& out);
   std::vector<int> dispatch(const Case& c, const CallInputs& call, int slot, int parity,
@@ -174,6 +180,14 @@ class HostBackend final : public RankBackend {
 
   BackendConfig config_;
   SegmentLayout layout_;
+  // The host model's CUDA graphs (a call of a graph batch captures unless its
+  // slot captured that T in this case already; then it replays) and what a
+  // kernel's call() leaves behind: the T each slot's last call (eager,
+  // pipelined, or a capture, never a replay) was given. Only the
+  // host-mapped-params mutant reads it (see note_call).
+  std::array<std::vector<int>, kMaxSlots> captured_;
+  std::array<int, kMaxSlots> call_tokens_{};
+  int call_rows_ = 0;  // receive rows per source of the call in progress
   int me_ = 0;                                   // group rank
   std::vector<std::unique_ptr<Segment>> peers_;  // by group rank; peers_[me_] is ours
   WaitStatus local_status_{};                    // used when no status board is given
@@ -221,6 +235,7 @@ void HostBackend::validate(const Case& c) const {
 
 void HostBackend::begin_case(const Case& c) {
   validate(c);
+  for (auto& captured : captured_) captured.clear();  // a case captures its own graphs
   if (!c.epoch_start) return;
   // Quiescent (between two group barriers): every flag we receive is set to the
   // restarted epoch, so the next call (epoch + 1, either parity) cannot see a
@@ -254,10 +269,30 @@ std::vector<std::vector<uint8_t>> HostBackend::run_batch(const Case& c, const Ba
   if (config_.mutant == kHostMutantSingleParity) order = same_slot_neighbours(c, me_);
   std::vector<std::vector<uint8_t>> outputs(batch.calls.size());
   for (size_t i = 0; i < batch.calls.size(); ++i) {
+    call_rows_ = note_call(batch.mode, c.num_tokens, batch.calls[i].slot);
     run_call(c, batch.calls[i], config_.mutant == kHostMutantSingleParity ? &order : nullptr,
              outputs[i]);
   }
   return outputs;
+}
+
+// Records a call in the graph model; returns the receive rows per source the
+// call uses: max_tokens, or for the host-mapped-params mutant the T of the
+// slot's last call() (clamped to the workspace), as a kernel that reads its
+// token count from a host word written at call() time would: right for
+// eager calls and one graph per slot, wrong for a replay after the slot
+// captured a graph of fewer tokens.
+int HostBackend::note_call(ExecMode mode, int num_tokens, int slot) {
+  DCP_CHECK(slot >= 0 && slot < kMaxSlots, HarnessError, "call on slot {}", slot);
+  std::vector<int>& captured = captured_[static_cast<size_t>(slot)];
+  const bool replay = mode == ExecMode::kGraph &&
+                      std::find(captured.begin(), captured.end(), num_tokens) != captured.end();
+  if (!replay) {
+    if (mode == ExecMode::kGraph) captured.push_back(num_tokens);
+    call_tokens_[static_cast<size_t>(slot)] = num_tokens;
+  }
+  if (config_.mutant != kHostMutantHostMappedParams) return layout_.max_tokens;
+  return std::clamp(call_tokens_[static_cast<size_t>(slot)], 1, layout_.max_tokens);
 }
 
 // The correct model: dispatch (payload, then flag, to every rank), wait for
@@ -429,7 +464,7 @@ void HostBackend::copy_payload(const Case& c, const CallInputs& call, int dest, 
         call.partial_lse.data() + t * lse_stride * (c.lse_dtype == DType::kFp32 ? 4 : 2);
     for (int h = 0; h < h_count; ++h) {
       const int head = dest * h_count + h;
-      const size_t row = layout_.row_index(slot, parity, me_, t, h);
+      const size_t row = layout_.row_index(slot, parity, me_, t, h, call_rows_);
       lse[row] = masked ? math::neg_inf()
                         : math::lse_to_base2(load_lse(c.lse_dtype, lse_row, head), base_e);
       if (!masked) {
@@ -481,7 +516,7 @@ void HostBackend::combine(const Case& c, int slot, int parity, std::vector<uint8
   for (int t = 0; t < c.num_tokens; ++t) {
     for (int h = 0; h < h_count; ++h) {
       for (int s = 0; s < w; ++s) {
-        const size_t row = layout_.row_index(slot, parity, s, t, h);
+        const size_t row = layout_.row_index(slot, parity, s, t, h, call_rows_);
         lses[s] = lse[row];
         rows[s] = recv + row * d_count;
       }

@@ -19,6 +19,7 @@
 #include "errors.h"
 #include "geometry.h"
 #include "host_mutants.h"
+#include "plan.h"
 #include "status_board.h"
 
 namespace dcp {
@@ -261,6 +262,69 @@ TEST_CASE("the signed-epoch-order mutant is caught across 2^31, every run, and o
       CHECK(r0.error.empty());
       CHECK(r0.failure == FailureKind::kMismatch);
       CHECK(r0.num_mismatches > 0);
+    }
+  }
+}
+
+Case graph_set_case(int w, int slots) {
+  Case c = base_case(w);
+  c.num_tokens = c.geometry.max_tokens;
+  c.mode = ExecMode::kGraphSet;
+  c.num_calls = 8;
+  c.num_slots = slots;
+  c.seed = 0x65e7 + static_cast<uint64_t>(slots);
+  return c;
+}
+
+// Elements one rank checks in a case: each call's T (a graph set's vary).
+int64_t checked_elements(const Case& c) {
+  int64_t n = 0;
+  for (const PlannedBatch& b : plan_case(c, 0)) {
+    n += static_cast<int64_t>(b.calls.size()) * batch_case(c, b).num_tokens *
+         c.geometry.heads_per_rank * c.geometry.head_dim;
+  }
+  return n;
+}
+
+TEST_CASE("a graph set runs on the host model end to end, every call checked, bit for bit again") {
+  for (int w : {2, 4}) {
+    for (int slots : {1, 2}) {
+      CAPTURE(w);
+      CAPTURE(slots);
+      const Case c = graph_set_case(w, slots);
+      auto results = run_group(w, {c, c}, kHostMutantNone, 10.0);
+      require_all_passed(results);
+      for (int r = 0; r < w; ++r) {
+        CHECK(results[0][r].num_checked >= checked_elements(c));
+        CHECK(results[0][r].output_hash == results[1][r].output_hash);
+      }
+    }
+  }
+}
+
+// The mutant packs receive rows by the T of the slot's last call(): eager,
+// pipelined and one-graph-per-slot calls all pass it the T they run with, so
+// only a graph set's replay after a capture of fewer tokens breaks it.
+TEST_CASE("the host-mapped-params mutant is caught by a graph set, and only there") {
+  for (int w : {2, 4}) {
+    for (int slots : {1, 2}) {
+      CAPTURE(w);
+      CAPTURE(slots);
+      Case c = graph_set_case(w, slots);
+      for (ExecMode m : {ExecMode::kEager, ExecMode::kGraph, ExecMode::kPipelined,
+                         ExecMode::kMixed}) {
+        CAPTURE(m);
+        Case other = c;
+        other.mode = m;
+        require_all_passed(run_group(w, {other}, kHostMutantHostMappedParams, 10.0));
+      }
+      for (int run = 0; run < 2; ++run) {
+        const RankCaseResult r0 = run_group(w, {c}, kHostMutantHostMappedParams, 10.0)[0][0];
+        INFO("run ", run, ": ", r0.error);
+        CHECK(r0.error.empty());
+        CHECK(r0.failure == FailureKind::kMismatch);
+        CHECK(r0.num_mismatches > 0);
+      }
     }
   }
 }

@@ -22,6 +22,7 @@ enum HostMutantId : int {
   kHostMutantNoCapacityCheck = 6,   // a call with T > max_tokens is accepted, not refused
   kHostMutantCombinedLseBase2 = 7,  // the combined LSE is left in base 2 for base-e inputs
   kHostMutantNoGridDependencyWait = 8,  // under PDL, dispatch reads before the producer's last row
+  kHostMutantHostMappedParams = 9,  // receive rows packed by the T of the slot's last call()
 };
 
 struct HostMutantInfo {
@@ -54,6 +55,11 @@ inline constexpr HostMutantInfo kHostMutants[] = {
      "under PDL (the prodpdl cases) dispatch reads the inputs without waiting for their "
      "producer: the last token row is still poison (without PDL stream order hides it)",
      "producer-pdl"},
+    {kHostMutantHostMappedParams, "host-mapped-params", "indexing",
+     "the receive rows are packed by the token count the slot's last call() was given (a host "
+     "word read at run time) instead of max_tokens: a graph replayed after the slot captured "
+     "one of fewer tokens overlaps its sources' rows (only the graph-set cases reach it)",
+     "graph-set"},
 };
 
 }  // namespace dcp
