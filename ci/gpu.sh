@@ -2,10 +2,11 @@
 # For the GPU machine: build against the PyTorch wheel's NCCL for sm_90, run the
 # GPU-labelled tests and the README demo, keep every log under $OUT, and print
 # a short summary last. Steps are arguments, in any order (default: all):
-#   ci/gpu.sh build test demo      build | unit | test | demo | plugin | perf
+#   ci/gpu.sh build test demo      build | unit | test | demo | plugin | families | perf
 #   unit = every non-GPU CTest test, test = `ctest -L gpu`, plugin = the
 #   example plugin (kernels/example_plugin, its own CMake project) through
 #   the default suites, its broken copy, and the built-in mutants via the seam;
+#   families = each field-failure mutant caught by its case family only;
 #   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -95,6 +96,27 @@ step_plugin() {
   run_expect "plugin vs direct bits" 0 --world 2 --suite smoke --kernel "$ex" --against direct
 }
 
+# Issue 15's field-failure families: each mutant is caught by its family's
+# cases and survives every other case (w2 time-sliced, w4 kimi under MPS),
+# then the whole self-test at w4 kimi under MPS.
+step_families() {
+  local w args
+  for w in 2 4; do
+    args=(--world "$w" --fast --no-upstream)
+    [[ $w -eq 4 ]] && args+=(--geometry kimi --mps on)
+    run_expect "w$w no-grid-dependency-wait by prodpdl" 0 selftest "${args[@]}" \
+      --mutants no-grid-dependency-wait --filter prodpdl
+    run_expect "w$w no-grid-dependency-wait without" 1 selftest "${args[@]}" \
+      --mutants no-grid-dependency-wait --filter '^((?!prodpdl).)*$'
+    run_expect "w$w host-mapped-params by graphs" 0 selftest "${args[@]}" \
+      --mutants host-mapped-params --filter graphs
+    run_expect "w$w host-mapped-params without" 1 selftest "${args[@]}" \
+      --mutants host-mapped-params --filter '^((?!graphs).)*$'
+  done
+  run_expect "selftest w4 kimi mps" 0 selftest --world 4 --geometry kimi --mps on --fast \
+    --json "$OUT/selftest-w4.json"
+}
+
 # The benchmark of docs/results (throughput): each run's JSON, then the table.
 step_perf() {
   local start=$SECONDS rc
@@ -113,8 +135,8 @@ step_perf() {
 
 for s in "${steps[@]}"; do
   case $s in
-    build | unit | test | demo | plugin | perf) ;;
-    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin perf)" >&2; exit 2 ;;
+    build | unit | test | demo | plugin | families | perf) ;;
+    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families perf)" >&2; exit 2 ;;
   esac
 done
 
@@ -126,6 +148,7 @@ for s in "${steps[@]}"; do
     test) step_ctest test-gpu -L gpu ;;
     demo) step_demo ;;
     plugin) step_plugin ;;
+    families) step_families ;;
     perf) step_perf ;;
   esac
 done
