@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <random>
@@ -132,18 +133,21 @@ class StressCommand : public RunReportCommand {
       if (v_.duration_s > 0 && life.elapsed_s() >= v_.duration_s) return true;
       return !failures_.empty() && !v_.keep_going;
     };
-    std::optional<Case> next;
+    // The next scenarios are sent ahead, so no worker idles between them; if
+    // the run stops first, they are finished and dropped at shut-down.
+    std::deque<Case> upcoming;
     for (uint64_t index = 0; !stop(); ++index) {
-      const Case c = next ? *next : random_case(v_.seed, index, v_.config.world, v_.config.geometry);
-      // Sent ahead, so no worker idles between scenarios; if the run stops
-      // after this one, the next is finished and dropped at shut-down.
-      next.reset();
-      if (v_.iterations == 0 || static_cast<int64_t>(index) + 1 < v_.iterations) {
-        next = random_case(v_.seed, index + 1, v_.config.world, v_.config.geometry);
+      if (upcoming.empty()) upcoming.push_back(scenario(index));
+      const Case c = upcoming.front();
+      upcoming.pop_front();
+      while (upcoming.size() < kScenariosAhead &&
+             (v_.iterations == 0 ||
+              static_cast<int64_t>(index + 1 + upcoming.size()) < v_.iterations)) {
+        upcoming.push_back(scenario(index + 1 + upcoming.size()));
       }
       const auto t0 = Clock::now();
       const double startup_before = session_.startup_s();
-      CaseResult r = session_.run(c, kStressSuite, next ? &*next : nullptr);
+      CaseResult r = session_.run(c, kStressSuite, {upcoming.begin(), upcoming.end()});
       run_s_ += std::chrono::duration<double>(Clock::now() - t0).count() -
                 (session_.startup_s() - startup_before);
       report_.phases.add(r);
@@ -187,6 +191,12 @@ class StressCommand : public RunReportCommand {
 
  private:
   using Clock = std::chrono::steady_clock;
+  // Two: a scenario's check may outlast the whole next scenario.
+  static constexpr size_t kScenariosAhead = 2;
+
+  Case scenario(uint64_t index) const {
+    return random_case(v_.seed, index, v_.config.world, v_.config.geometry);
+  }
 
   void print_header(TerminalReporter& term) const {
     const Geometry& g = v_.config.geometry;

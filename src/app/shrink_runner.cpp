@@ -11,10 +11,11 @@
 
 namespace dcp {
 
-CaseResult RestartingSession::run(const Case& c, const std::string& suite, const Case* next) {
+CaseResult RestartingSession::run(const Case& c, const std::string& suite,
+                                  const std::vector<Case>& upcoming) {
   const std::string replay = replay_command(config_, config_.world, c);
-  // A case sent ahead that is not this one ends first: if it kills the
-  // session, this case gets a fresh one rather than a skip.
+  // Cases sent ahead before this one end first: if one kills the session,
+  // this case gets a fresh one rather than a skip.
   if (session_ && !session_->dead()) session_->drain_sent_ahead(&c);
   if (!session_ || session_->dead()) {
     const auto start = std::chrono::steady_clock::now();
@@ -25,7 +26,7 @@ CaseResult RestartingSession::run(const Case& c, const std::string& suite, const
     startup_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   bool threw = false;
-  CaseResult r = result_or_error(c, suite, replay, [&] { return session_->run_case(c, suite, next); }, threw);
+  CaseResult r = result_or_error(c, suite, replay, [&] { return session_->run_case(c, suite, upcoming); }, threw);
   if (threw) session_.reset();
   if (r.case_id.empty()) r.case_id = format_case_id(c);
   if (!r.scenario) r.scenario = c;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "case.h"
 #include "report_terminal.h"
@@ -23,8 +24,8 @@ class RestartingSession {
   // is none or the last one died. KernelFault/HarnessError thrown mid-case
   // become a kError result (and drop the session); UsageError and a failure to
   // start a session propagate (no environment: nothing else can run either).
-  // case_id, suite and replay are always filled in. `next`: Session::run_case's.
-  CaseResult run(const Case& c, const std::string& suite, const Case* next = nullptr);
+  // case_id, suite and replay are always filled in. `upcoming`: Session::run_case's.
+  CaseResult run(const Case& c, const std::string& suite, const std::vector<Case>& upcoming = {});
 
   const SessionConfig& config() const { return config_; }
   // The environment of the latest session; null before the first one started.

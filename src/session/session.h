@@ -28,13 +28,14 @@ class Session {
   // Runs one case on every rank (all groups of its dcp size concurrently).
   // A hang, crash or trap yields kError with the diagnosis in `message`, and
   // the session becomes dead(): later calls return kSkipped immediately.
-  // `next`, when given, is the case the caller runs next: it is sent ahead,
-  // so each worker starts it while it still checks this one's last calls
-  // (DESIGN.md "Overlap across cases"). Calling run_case with another case
-  // first finishes the one sent ahead and discards its verdict.
-  CaseResult run_case(const Case& c, const std::string& suite, const Case* next = nullptr);
-  // Finishes a case sent ahead unless it is `keep`, discarding its verdict
-  // (it may kill the session, like any case).
+  // `upcoming`: the cases the caller runs next, in order. They are sent
+  // ahead, so each worker starts the next case while it still checks this
+  // one's last calls (DESIGN.md "Overlap across cases"). Calling run_case
+  // with another case first finishes those sent ahead, dropping their verdicts.
+  CaseResult run_case(const Case& c, const std::string& suite,
+                      const std::vector<Case>& upcoming = {});
+  // Finishes the cases sent ahead up to `keep` (all when it is null or not
+  // among them), dropping their verdicts (they may kill the session).
   void drain_sent_ahead(const Case* keep);
   // `dcp-check bench` (GPU backend only; UsageError otherwise): every token
   // count x impl of the spec, timed on one DCP group of the whole world, each

@@ -54,9 +54,10 @@ Session::Session(const SessionConfig& config) : impl_(std::make_unique<Impl>(con
 
 Session::~Session() = default;
 
-CaseResult Session::run_case(const Case& c, const std::string& suite, const Case* next) {
+CaseResult Session::run_case(const Case& c, const std::string& suite,
+                             const std::vector<Case>& upcoming) {
   const auto start = SupervisorClock::now();
-  CaseResult r = impl_->run_case(c, suite, next);
+  CaseResult r = impl_->run_case(c, suite, upcoming);
   r.wall_ms = std::chrono::duration<double, std::milli>(SupervisorClock::now() - start).count();
   return r;
 }
@@ -361,14 +362,14 @@ void Session::Impl::handle_message(WorkerState& w, const json& msg) {
   } else if (type == "progress") {
     const int index = msg.value("index", -1);
     if (index == current_case_index) w.last_op = msg.value("op", -1);
-    if (ahead && index == ahead->index) w.ahead_last_op = msg.value("op", -1);
+    if (SentAhead* a = sent_ahead(index)) a->last_ops[w.rank] = msg.value("op", -1);
   } else if (type == "result") {
     const int index = msg.value("index", -1);
     if (index == current_case_index) {
       w.result = msg.at("result").get<RankCaseResult>();
       if (msg.contains("bench")) w.bench = msg.at("bench");
-    } else if (ahead && index == ahead->index) {
-      w.ahead_result = msg.at("result").get<RankCaseResult>();
+    } else if (SentAhead* a = sent_ahead(index)) {
+      a->results[w.rank] = msg.at("result").get<RankCaseResult>();
     }
   } else if (type == "fatal") {
     w.fatal_kind = failure_kind_from_string(msg.value("kind", "")).value_or(FailureKind::kHarness);

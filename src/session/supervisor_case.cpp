@@ -239,19 +239,45 @@ void Session::Impl::send_case(const std::string& id, int index) {
   }
 }
 
-// The case `index` becomes the one in progress; a case sent ahead may already
-// have reported (its results and heartbeats are moved over).
+SentAhead* Session::Impl::sent_ahead(int index) {
+  for (SentAhead& a : ahead) {
+    if (a.index == index) return &a;
+  }
+  return nullptr;
+}
+
+// The case `index` becomes the one in progress; when it was sent ahead (the
+// front of `ahead`), what its ranks already reported moves over.
 void Session::Impl::make_current(int index) {
-  const bool was_ahead = ahead && ahead->index == index;
+  const bool was_ahead = !ahead.empty() && ahead.front().index == index;
   current_case_index = index;
   for (WorkerState& w : workers) {
-    w.result = was_ahead ? std::move(w.ahead_result) : std::nullopt;
-    w.last_op = was_ahead ? w.ahead_last_op : -1;
-    w.ahead_result.reset();
-    w.ahead_last_op = -1;
+    w.result = was_ahead ? std::move(ahead.front().results[w.rank]) : std::nullopt;
+    w.last_op = was_ahead ? ahead.front().last_ops[w.rank] : -1;
     w.last_activity = SupervisorClock::now();
   }
-  if (was_ahead) ahead.reset();
+  if (was_ahead) ahead.pop_front();
+}
+
+// Sends the upcoming cases not sent yet, in order, after those already sent
+// (which must be their first ones; a case that would be skipped is not sent).
+void Session::Impl::send_ahead(const std::vector<Case>& upcoming) {
+  size_t matched = 0;
+  for (const Case& u : upcoming) {
+    if (!skip_reason(u).empty()) continue;
+    const std::string id = format_case_id(u);
+    if (matched < ahead.size()) {
+      if (ahead[matched].id != id) return;  // another order: run_case drains when it comes
+      ++matched;
+      continue;
+    }
+    SentAhead a{u, id, next_case_index++, {}, {}};
+    a.results.resize(workers.size());
+    a.last_ops.assign(workers.size(), -1);
+    send_case(a.id, a.index);
+    ahead.push_back(std::move(a));
+    ++matched;
+  }
 }
 
 CaseResult Session::Impl::await_case(CaseResult r, const Case& c) {
@@ -269,20 +295,25 @@ CaseResult Session::Impl::await_case(CaseResult r, const Case& c) {
       break;
     }
   }
-  if (dead) ahead.reset();  // the workers are gone, and with them the case sent ahead
+  if (dead) ahead.clear();  // the workers are gone, and with them the cases sent ahead
   return out;
 }
 
 void Session::Impl::drain_sent_ahead(const Case* keep) {
-  if (!ahead || dead || (keep != nullptr && format_case_id(*keep) == ahead->id)) return;
-  const SentAhead a = *ahead;
-  make_current(a.index);
-  CaseResult r;
-  r.case_id = a.id;
-  (void)await_case(std::move(r), a.scenario);
+  const std::string keep_id = keep != nullptr ? format_case_id(*keep) : "";
+  const bool kept = std::any_of(ahead.begin(), ahead.end(),
+                                [&](const SentAhead& a) { return a.id == keep_id; });
+  while (!ahead.empty() && !dead && !(kept && ahead.front().id == keep_id)) {
+    const SentAhead a = ahead.front();
+    make_current(a.index);
+    CaseResult r;
+    r.case_id = a.id;
+    (void)await_case(std::move(r), a.scenario);
+  }
 }
 
-CaseResult Session::Impl::run_case(const Case& c, const std::string& suite, const Case* next) {
+CaseResult Session::Impl::run_case(const Case& c, const std::string& suite,
+                                   const std::vector<Case>& upcoming) {
   CaseResult r;
   r.case_id = format_case_id(c);
   r.scenario = c;
@@ -292,7 +323,17 @@ CaseResult Session::Impl::run_case(const Case& c, const std::string& suite, cons
     kill_workers();
     dead = true;
     dead_reason = fmt::format("interrupted by {}", signal_name(interrupt_signal()));
-    ahead.reset();
+    ahead.clear();
+  }
+  if (dead) {
+    r.status = CaseStatus::kSkipped;
+    r.message = "not run: " + dead_reason;
+    return r;
+  }
+  if (std::string why = skip_reason(c); !why.empty()) {  // never sent ahead either
+    r.status = CaseStatus::kSkipped;
+    r.message = why;
+    return r;
   }
   drain_sent_ahead(&c);
   if (dead) {
@@ -300,21 +341,13 @@ CaseResult Session::Impl::run_case(const Case& c, const std::string& suite, cons
     r.message = "not run: " + dead_reason;
     return r;
   }
-  if (std::string why = skip_reason(c); !why.empty()) {
-    r.status = CaseStatus::kSkipped;
-    r.message = why;
-    return r;
-  }
-  if (ahead) {  // it is this case (drain_sent_ahead kept it)
-    make_current(ahead->index);
+  if (!ahead.empty()) {  // its front is this case (drain_sent_ahead kept it)
+    make_current(ahead.front().index);
   } else {
     make_current(next_case_index++);
     send_case(r.case_id, current_case_index);
   }
-  if (next != nullptr && skip_reason(*next).empty()) {
-    ahead = SentAhead{*next, format_case_id(*next), next_case_index++};
-    send_case(ahead->id, ahead->index);
-  }
+  send_ahead(upcoming);
   return await_case(std::move(r), c);
 }
 

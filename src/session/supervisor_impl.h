@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -37,10 +38,6 @@ struct WorkerState {
   std::string fatal_message;  // also set for protocol violations seen by the supervisor
   SupervisorClock::time_point last_activity;
   int last_op = -1;  // last op reported by a progress heartbeat in this case
-  // The case sent ahead (run_case's `next`): its result and last op when
-  // they arrive before it becomes the case in progress.
-  std::optional<RankCaseResult> ahead_result;
-  int ahead_last_op = -1;
 
   bool lost() const { return exit.has_value() || !channel || channel->eof(); }
 };
@@ -62,11 +59,16 @@ struct CaseFailure {
 
 // A case sent to every worker before the one in progress finished, so that
 // no worker idles between cases (stress): it becomes the case in progress
-// when run_case is called for it, or is finished and discarded.
+// when run_case is called for it, or is finished and discarded. Cases sent
+// ahead run in the order they were sent.
 struct SentAhead {
   Case scenario;
   std::string id;
   int index = -1;
+  // Per rank: its result and last heartbeat, when they arrive before the
+  // case is the one in progress.
+  std::vector<std::optional<RankCaseResult>> results;
+  std::vector<int> last_ops;
 };
 
 struct Session::Impl {
@@ -83,9 +85,10 @@ struct Session::Impl {
   void drain_exited_workers();  // the rank's worker is inside a kernel (plugin) function
 
   // supervisor_case.cpp
-  CaseResult run_case(const Case& c, const std::string& suite, const Case* next);
-  // Finishes the case sent ahead unless it is `keep` (or null), discarding
-  // its verdict; an error there kills the session like any case's.
+  CaseResult run_case(const Case& c, const std::string& suite, const std::vector<Case>& upcoming);
+  // Finishes the cases sent ahead up to `keep` (all when it is null or not
+  // among them), discarding their verdicts; an error there kills the session
+  // like any case's.
   void drain_sent_ahead(const Case* keep);
   // supervisor_bench.cpp: one bench point on every rank; fills (*rank_us)[rank][repeat].
   CaseResult run_bench_point(const Case& c, ::dcp::Impl impl, const BenchSpec& spec,
@@ -108,7 +111,7 @@ struct Session::Impl {
   std::string dead_reason;
   int next_case_index = 0;
   int current_case_index = -1;
-  std::optional<SentAhead> ahead;
+  std::deque<SentAhead> ahead;  // in the order sent
   bool torn_down = false;
   ShutdownTimes shutdown_times;
 
@@ -128,6 +131,8 @@ struct Session::Impl {
   std::string skip_reason(const Case& c) const;  // "" when the case can run
   void send_case(const std::string& id, int index);
   void make_current(int index);
+  void send_ahead(const std::vector<Case>& upcoming);
+  SentAhead* sent_ahead(int index);
   CaseResult await_case(CaseResult r, const Case& c);
   CaseResult finish_case(CaseResult r, const Case& c);
   CaseResult finish_failed_case(CaseResult r, const Case& c, const CaseFailure& f);

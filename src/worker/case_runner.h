@@ -55,6 +55,9 @@ class RankCaseRun {
   // After start(): whether finish() still has a check to wait for.
   bool check_pending() const;
   RankCaseResult finish();
+  // finish() on the worker's finisher thread while the next case runs: the
+  // time it waits is nobody's check-wait (the runner is not waiting).
+  RankCaseResult finish_beside_next();
 
  private:
   Case c_;

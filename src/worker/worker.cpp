@@ -342,7 +342,7 @@ void Worker::run_one_case(const nlohmann::json& msg) {
       join_finisher();  // the previous case's result goes out before this one's
       if (run->check_pending() && next_case_waiting()) {
         finisher_ = std::thread([this, index, barrier_ms, handled, run = std::move(run)]() mutable {
-          RankCaseResult r = run->finish();
+          RankCaseResult r = run->finish_beside_next();
           r.phases.barrier_ms += barrier_ms;
           handled.lap(r.worker_ms);
           try {
