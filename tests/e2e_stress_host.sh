@@ -137,6 +137,19 @@ PY
     { fail "stress $fault (exit $rc)"; tail -5 "$WORK/ahead.out"; }
 done
 
+# A run that stops by time leaves scenarios sent ahead: the workers finish them
+# and obey the shutdown message (none is killed at the deadline; a shutdown
+# read ahead behind a case once went unseen).
+timeout 120 "$BIN" stress --backend host --world 2 --geometry kimi --duration 2s --seed 11 \
+  --json "$WORK/stop.json" >"$WORK/stop.out" 2>&1
+rc=$?
+python3 - "$WORK/stop.json" <<'PY' && ok "stress stopped by time: every worker exited on shutdown" ||
+import json, sys
+t = json.load(open(sys.argv[1]))["environment"]["teardown"]
+assert t["workers_killed"] == 0, t
+PY
+  { fail "stress --duration 2s (exit $rc): workers killed at shut-down"; tail -3 "$WORK/stop.out"; }
+
 # 6. Bad flags are usage errors, reported before anything runs.
 for args in "--duration 10x" "--duration 0" "--iterations 0" "--seed nope" \
   "--save-failures /proc/no-such-dir/x" "--shrink-time -1s"; do

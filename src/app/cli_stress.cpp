@@ -162,19 +162,30 @@ class StressCommand : public RunReportCommand {
       if (failed) handle_failure(life, index, c, std::move(r));
       life.term().status(status_line(life.elapsed_s()), /*now=*/failed);
     }
+    // Now, so that -v and the report say what it cost (scenarios sent ahead
+    // finish first); not part of calls/s.
+    teardown_ = session_.shut_down(&teardown_s_);
   }
 
   void record(const Outcome& o) override {
     RunReportCommand::record(o);
-    if (session_.environment() != nullptr) report_.environment = *session_.environment();
+    if (session_.environment() != nullptr) {
+      report_.environment = *session_.environment();
+      report_.environment->teardown = teardown_;
+      report_.environment->teardown_s = teardown_s_;
+    }
   }
 
   // The scenario replay lines (the shrunk one where shrinking helped), then
   // the verdict with the totals.
   void summary(TerminalReporter& term, const Outcome& o) const override {
-    term.detail(fmt::format("session start-up {:.2f} s over {} session{} (not in calls/s)",
-                            session_.startup_s(), session_.num_started(),
-                            session_.num_started() == 1 ? "" : "s"));
+    term.detail(fmt::format(
+        "session start-up {:.2f} s over {} session{}, shut-down {:.2f} s (workers {:.2f}{}, MPS "
+        "{:.2f}, files {:.2f}); neither is in calls/s",
+        session_.startup_s(), session_.num_started(), session_.num_started() == 1 ? "" : "s",
+        teardown_s_, teardown_.workers_s,
+        teardown_.workers_killed > 0 ? fmt::format(", {} killed", teardown_.workers_killed) : "",
+        teardown_.mps_s, teardown_.rest_s));
     term.detail(report_.phases.line());
     if (!failures_.empty()) term.note("replay:");
     for (const StressFailure& f : failures_) {
@@ -193,6 +204,8 @@ class StressCommand : public RunReportCommand {
   using Clock = std::chrono::steady_clock;
   // Two: a scenario's check may outlast the whole next scenario.
   static constexpr size_t kScenariosAhead = 2;
+  ShutdownTimes teardown_;
+  double teardown_s_ = 0;
 
   Case scenario(uint64_t index) const {
     return random_case(v_.seed, index, v_.config.world, v_.config.geometry);

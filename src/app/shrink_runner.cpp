@@ -35,6 +35,15 @@ CaseResult RestartingSession::run(const Case& c, const std::string& suite,
   return r;
 }
 
+ShutdownTimes RestartingSession::shut_down(double* total_s) {
+  const auto start = std::chrono::steady_clock::now();
+  ShutdownTimes times;
+  if (session_) times = session_->shut_down();
+  session_.reset();
+  *total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return times;
+}
+
 std::string describe_shrink(const ShrinkOutcome& o, double seconds) {
   return fmt::format("{} step{}, {} attempt{} in {:.2f}s ({})", o.num_steps,
                      o.num_steps == 1 ? "" : "s", o.num_attempts, o.num_attempts == 1 ? "" : "s",

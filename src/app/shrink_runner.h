@@ -28,6 +28,9 @@ class RestartingSession {
   CaseResult run(const Case& c, const std::string& suite, const std::vector<Case>& upcoming = {});
 
   const SessionConfig& config() const { return config_; }
+  // Shuts the live session down now (workers, MPS, files) and returns how
+  // long each part took, and the whole in *total_s; zeros when none is live.
+  ShutdownTimes shut_down(double* total_s);
   // The environment of the latest session; null before the first one started.
   const EnvironmentInfo* environment() const { return env_ ? &*env_ : nullptr; }
   int num_started() const { return num_started_; }

@@ -61,7 +61,8 @@ nlohmann::ordered_json environment_to_json(const EnvironmentInfo& env) {
           {"teardown_s", env.teardown_s},
           {"teardown", {{"workers_s", env.teardown.workers_s},
                         {"mps_s", env.teardown.mps_s},
-                        {"rest_s", env.teardown.rest_s}}}};
+                        {"rest_s", env.teardown.rest_s},
+                        {"workers_killed", env.teardown.workers_killed}}}};
 }
 
 nlohmann::ordered_json config_to_json(const RunReport& report) {

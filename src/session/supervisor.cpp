@@ -497,6 +497,9 @@ void Session::Impl::teardown() noexcept {
   while (!all_exited() && SupervisorClock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  for (const WorkerState& w : workers) {
+    if (w.pid > 0 && !w.exit && !dead) ++shutdown_times.workers_killed;  // did not obey shutdown
+  }
   kill_workers();
   shutdown_times.workers_s = seconds_since(started);
   for (WorkerState& w : workers) w.channel.reset();

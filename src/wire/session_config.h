@@ -71,6 +71,9 @@ struct ShutdownTimes {
   double workers_s = 0;  // from the shutdown message to the last worker reaped (or killed)
   double mps_s = 0;      // quitting the private MPS daemon and waiting for it and its server
   double rest_s = 0;     // sockets, shared memory, the run directory
+  // Workers of a live session still running at the shutdown deadline (killed):
+  // 0 unless a worker missed its shutdown message.
+  int workers_killed = 0;
 };
 
 struct EnvironmentInfo {

@@ -16,7 +16,15 @@ std::vector<std::string> SocketRendezvous::allgather(const std::string& key,
       {{"type", "gather"}, {"key", key}, {"members", members}, {"data", hex_encode(mine)}});
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(timeout_s_ * 1000));
+  // The worker may have read a `shutdown` ahead, behind a case (its early queue).
+  auto shutdown_read_ahead = [&] {
+    return early_ != nullptr &&
+           std::any_of(early_->begin(), early_->end(), [](const nlohmann::json& m) {
+             return m.value("type", "") == "shutdown";
+           });
+  };
   while (true) {
+    if (shutdown_read_ahead()) throw ShutdownRequested{};
     const double left =
         std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
     DCP_CHECK(left > 0, HarnessError, "rank {}: rendezvous '{}' timed out after {} s", rank_, key,

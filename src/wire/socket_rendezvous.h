@@ -2,7 +2,8 @@
 // worker's socket (`gather` up, `gathered` down). The worker reads the socket
 // only when it expects a message, so no reader thread is needed. A `case`
 // message that arrives while it waits (the supervisor sends the next case
-// ahead) is kept in `early` for the worker, in arrival order.
+// ahead) is kept in `early` for the worker, in arrival order; a `shutdown`
+// found there (the worker read it ahead) ends the wait like one that arrives.
 #pragma once
 
 #include <deque>
