@@ -39,11 +39,29 @@ fault_run() {
 
 # 1. Hang: rank 1 never dispatches; rank 0's bounded spin and the host
 # deadline expire; the verdict says who waits on whom.
-fault_run hang 1 "$(awk -v s="$STARTUP" 'BEGIN { print 3 + 5 + s }')" hang:1:0:0 --timeout 3
+fault_run hang 1 "$(awk -v s="$STARTUP" 'BEGIN { print 3 + 5 + s }')" hang:1:0:0 --timeout 3 \
+  --json "$WORK/hang.json"
 expect_output hang "hang: the verdict says who waits on whom" \
   'rank 0 waits for rank 1 \(slot [0-9]+, parity [01], epoch [0-9]+' 'rank 1 last signalled epoch'
 grep -m3 -E 'waits for rank|last signalled' "$WORK/hang.out" "$WORK/hang.err" | sed 's/^/    /'
 expect_clean hang
+# Rank 0's spin bound ends in a real device trap, which surfaces at a later
+# CUDA call of ours (a copy or the sync): it must still be the kernel's trap,
+# with its wait diagnosis, not a harness error naming one of our files.
+if python3 - "$WORK/hang.json" <<'PY'; then
+import json, sys
+r0 = [r for r in json.load(open(sys.argv[1]))["cases"][0]["ranks"] if r["rank"] == 0][0]
+# The spin bound's trap is the kernel's way to end a hang: kind hang (a trap
+# without a wait would be kind trap), owned by the kernel.
+assert r0["failure"] in ("hang", "trap") and r0["error_kind"] == "kernel", (r0["failure"], r0["error_kind"])
+e = r0["error"]
+assert "waiting for rank 1" in e and "trapped" in e and ".cpp" not in e, e
+print("    rank 0:", r0["error"][:200])
+PY
+  pass "hang: rank 0's trap is reported as the kernel's, with its wait"
+else
+  fail "hang: rank 0's trap is not reported as the kernel's"
+fi
 
 # 2. Crash: rank 0 raises SIGSEGV before its first dispatch.
 fault_run crash 3 "$(awk -v s="$STARTUP" 'BEGIN { print 5 + s }')" crash:0:0:0 --timeout 10
