@@ -361,6 +361,7 @@ void Session::Impl::handle_message(WorkerState& w, const json& msg) {
     relay_gather(w, msg);
   } else if (type == "progress") {
     const int index = msg.value("index", -1);
+    w.started_index = std::max(w.started_index, index);
     if (index == current_case_index) w.last_op = msg.value("op", -1);
     if (SentAhead* a = sent_ahead(index)) a->last_ops[w.rank] = msg.value("op", -1);
   } else if (type == "result") {

@@ -172,6 +172,15 @@ std::optional<CaseFailure> Session::Impl::find_failure(
         FailureKind::kInterrupted, -1, ""};
   }
   for (WorkerState& w : workers) {
+    const bool failed = !w.fatal_message.empty() || w.lost();
+    if (failed && !w.result && w.started_index > current_case_index) {
+      return CaseFailure{fmt::format("rank {} failed in a later case (sent ahead) before it sent "
+                                     "this one's result",
+                                     w.rank),
+                         FailureKind::kNone, w.rank, "", false, /*in_later_case=*/true};
+    }
+  }
+  for (WorkerState& w : workers) {
     if (w.fatal_message.empty()) continue;
     const bool kernel = is_kernel_failure(w.fatal_kind);
     std::string cause = fmt::format("rank {} reported a {} fault in case {}: {}", w.rank,
@@ -291,6 +300,16 @@ CaseResult Session::Impl::await_case(CaseResult r, const Case& c) {
       break;
     }
     if (auto failure = find_failure(c, first_error)) {
+      if (failure->in_later_case) {
+        // Not judged: the later case, current next, reports the failure.
+        for (WorkerState& w : workers) {
+          if (w.result) r.ranks.push_back(*w.result);
+        }
+        r.status = CaseStatus::kSkipped;
+        r.message = fmt::format("not checked to the end: {}; that case reports it", failure->cause);
+        out = std::move(r);
+        break;
+      }
       out = finish_failed_case(std::move(r), c, *failure);
       break;
     }

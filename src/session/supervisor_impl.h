@@ -38,6 +38,7 @@ struct WorkerState {
   std::string fatal_message;  // also set for protocol violations seen by the supervisor
   SupervisorClock::time_point last_activity;
   int last_op = -1;  // last op reported by a progress heartbeat in this case
+  int started_index = -1;  // the latest case it said it began (op -1 heartbeat)
 
   bool lost() const { return exit.has_value() || !channel || channel->eof(); }
 };
@@ -55,6 +56,10 @@ struct CaseFailure {
   int culprit = -1;          // the rank the cause is about, if one
   std::string culprit_note;  // its per-rank error
   bool hang = false;         // a rank stopped making progress
+  // The rank failed after it began a case sent ahead, before it sent this
+  // case's result (its last check runs beside the next case): the failure is
+  // the later case's, and this one is left unjudged.
+  bool in_later_case = false;
 };
 
 // A case sent to every worker before the one in progress finished, so that

@@ -321,6 +321,9 @@ void Worker::join_finisher() {
 void Worker::run_one_case(const nlohmann::json& msg) {
   PhaseClock handled;
   const int index = msg.at("index").get<int>();
+  // "Began": should this rank die now, while the previous case's last check
+  // still runs beside, the supervisor files the death under this case.
+  channel_.send({{"type", "progress"}, {"index", index}, {"op", -1}});
   const std::string id = msg.at("id").get<std::string>();
   std::string parse_error;
   std::optional<Case> c = parse_case_id(id, &parse_error);
