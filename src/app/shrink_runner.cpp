@@ -8,6 +8,7 @@
 #include "errors.h"
 #include "replay.h"
 #include "shrink.h"
+#include "supervisor_signals.h"
 
 namespace dcp {
 
@@ -15,9 +16,14 @@ CaseResult RestartingSession::run(const Case& c, const std::string& suite,
                                   const std::vector<Case>& upcoming) {
   const std::string replay = replay_command(config_, config_.world, c);
   // Cases sent ahead before this one end first: if one kills the session,
-  // this case gets a fresh one rather than a skip.
-  if (session_ && !session_->dead()) session_->drain_sent_ahead(&c);
-  if (!session_ || session_->dead()) {
+  // this case gets a fresh one rather than a skip, unless what killed it was
+  // Ctrl-C (the dead session then answers "not run: interrupted").
+  bool interrupted_in_drain = false;
+  if (session_ && !session_->dead()) {
+    session_->drain_sent_ahead(&c);
+    interrupted_in_drain = session_->dead() && interrupted();
+  }
+  if ((!session_ || session_->dead()) && !interrupted_in_drain) {
     const auto start = std::chrono::steady_clock::now();
     session_.reset();  // tear the dead one down before spawning new workers
     session_ = std::make_unique<Session>(config_);
