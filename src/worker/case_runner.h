@@ -51,6 +51,9 @@ class RankCaseRun {
   RankCaseRun(const RankCaseRun&) = delete;
   RankCaseRun& operator=(const RankCaseRun&) = delete;
 
+  // Time spent before start() on this case (the worker's barriers): part of
+  // the result's barrier phase.
+  void add_barrier_ms(double ms) { result_.phases.barrier_ms += ms; }
   void start();
   // After start(): whether finish() still has a check to wait for.
   bool check_pending() const;

@@ -84,11 +84,12 @@ class Worker {
   std::shared_ptr<const LoadedKernel> loaded(const std::string& kernel);
   std::vector<std::string> kernels() const;  // the session's kernel, then its --against
   void run_one_case(const nlohmann::json& msg);
-  // Barriers and begin_case, then a RankCaseRun; on a set-up failure `run`
-  // stays null and the error result is returned. `barrier_ms` gets the barriers' time.
+  // Barriers and begin_case, then a RankCaseRun (their time counted as its
+  // barrier phase); on a set-up failure `run` stays null and the error result
+  // is returned.
   RankCaseResult prepare_case(const Case& c, int case_index, const std::string& pass,
                               const std::string& kernel, std::vector<std::vector<uint8_t>>* outputs,
-                              std::unique_ptr<RankCaseRun>& run, double& barrier_ms);
+                              std::unique_ptr<RankCaseRun>& run);
   RankCaseResult run_case_once(const Case& c, int case_index, const std::string& pass,
                                const std::string& kernel,
                                std::vector<std::vector<uint8_t>>* outputs = nullptr);
@@ -255,7 +256,7 @@ RankCaseResult Worker::run_case_all_impls(const Case& c, int case_index, const s
 RankCaseResult Worker::prepare_case(const Case& c, int case_index, const std::string& pass,
                                     const std::string& kernel,
                                     std::vector<std::vector<uint8_t>>* outputs,
-                                    std::unique_ptr<RankCaseRun>& run, double& barrier_ms) {
+                                    std::unique_ptr<RankCaseRun>& run) {
   const std::string key =
       fmt::format("case{}{}-g{}x{}", case_index, pass, c.dcp_size, args_.rank / c.dcp_size);
   CaseRunContext ctx;
@@ -277,8 +278,10 @@ RankCaseResult Worker::prepare_case(const Case& c, int case_index, const std::st
     rendezvous_->barrier(key + "-begin", bc->members);
     backend->begin_case(c);
     rendezvous_->barrier(key + "-go", bc->members);
+    double barrier_ms = 0;
     barriers.lap(barrier_ms);
     run = std::make_unique<RankCaseRun>(c, *backend, ctx);
+    run->add_barrier_ms(barrier_ms);
     return {};
   } catch (const std::exception& e) {
     RankCaseResult r;
@@ -294,13 +297,10 @@ RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::s
                                      const std::string& kernel,
                                      std::vector<std::vector<uint8_t>>* outputs) {
   std::unique_ptr<RankCaseRun> run;
-  double barrier_ms = 0;
-  RankCaseResult error = prepare_case(c, case_index, pass, kernel, outputs, run, barrier_ms);
+  RankCaseResult error = prepare_case(c, case_index, pass, kernel, outputs, run);
   if (!run) return error;
   run->start();
-  RankCaseResult result = run->finish();
-  result.phases.barrier_ms += barrier_ms;
-  return result;
+  return run->finish();
 }
 
 bool Worker::next_case_waiting() {
@@ -338,15 +338,13 @@ void Worker::run_one_case(const nlohmann::json& msg) {
     result.failure = FailureKind::kHarness;
   } else if (!config_.session.check_determinism && kernels().size() == 1) {
     std::unique_ptr<RankCaseRun> run;
-    double barrier_ms = 0;
-    result = prepare_case(*c, index, "", kernels().front(), nullptr, run, barrier_ms);
+    result = prepare_case(*c, index, "", kernels().front(), nullptr, run);
     if (run) {
       run->start();
       join_finisher();  // the previous case's result goes out before this one's
       if (run->check_pending() && next_case_waiting()) {
-        finisher_ = std::thread([this, index, barrier_ms, handled, run = std::move(run)]() mutable {
+        finisher_ = std::thread([this, index, handled, run = std::move(run)]() mutable {
           RankCaseResult r = run->finish_beside_next();
-          r.phases.barrier_ms += barrier_ms;
           handled.lap(r.worker_ms);
           try {
             send_result(index, r);
@@ -357,7 +355,6 @@ void Worker::run_one_case(const nlohmann::json& msg) {
         return;
       }
       result = run->finish();
-      result.phases.barrier_ms += barrier_ms;
     }
   } else {
     result = run_case_all_impls(*c, index, "");
