@@ -659,13 +659,43 @@ std::vector<AxisDesc> make_table() {
          if (j.contains("producer")) json_get_name<&Case::producer>("producer", kProducers)(j, c);
        },
        .label = label_of<&Case::producer>},
+      // SM pressure: only the sm-pressure family sets it in suites; random
+      // eager and pipelined cases draw it at 4%. JSON only when set.
+      {.name = "pressure",
+       .token = [](const Case& c) {
+         return c.pressure > 0 ? fmt::format("press{}", c.pressure) : std::string();
+       },
+       .read = [](IdTokens& t, Case& c) {
+         if (!t.peek().starts_with("press")) return std::string();
+         const auto v = prefixed_uint(t.peek(), "press");
+         if (!v || *v < 1) return bad(t.peek(), "press<percent>");
+         c.pressure = *v;
+         t.next();
+         return std::string();
+       },
+       .draw = [](Rng& r, Case& c, const RandomContext&) {
+         if (pressure_allowed(c.mode) && r.chance(0.04)) {
+           c.pressure = kPressureLevels[r.below(static_cast<int>(std::size(kPressureLevels)))];
+         }
+       },
+       .shrink = shrink_to_default<&Case::pressure>,
+       .measure = off_default<&Case::pressure>,
+       .to_json = [](const Case& c, json& j) {
+         if (c.pressure > 0) j["pressure"] = c.pressure;
+       },
+       .from_json = [](const json& j, Case& c) { c.pressure = j.value("pressure", 0); },
+       .label = [](const Case& c) {
+         return c.pressure > 0 ? fmt::format("{}%", c.pressure) : std::string("none");
+       }},
       // Drawn by suites and random_case from their own seeds, never shrunk.
       {.name = "seed",
        .token = [](const Case& c) { return fmt::format("s{:06x}", c.seed); },
        .read = [](IdTokens& t, Case& c) {
          const std::string_view tok = t.peek();
          const auto seed = tok.starts_with("s") ? parse_hex(tok.substr(1)) : std::nullopt;
-         if (!seed) return bad(tok, "[-l<layers>][-skew][-ep<hex>][-prod<slow|pdl>]-s<hex seed>");
+         if (!seed) {
+           return bad(tok, "[-l<layers>][-skew][-ep<hex>][-prod<slow|pdl>][-press<pct>]-s<hex seed>");
+         }
          c.seed = *seed;
          t.next();
          return std::string();

@@ -35,6 +35,13 @@ std::string validate(const Case& c) {
     return fmt::format("ub{} must be ub1 or ub2", c.num_slots);
   if (c.num_calls < 1) return "the mode's call count must be >= 1";
   if (c.num_layers < 1) return "layer count must be >= 1";
+  if (c.pressure < 0 || c.pressure > kMaxPressure) {
+    return fmt::format("press{} must be in [1, {}] percent", c.pressure, kMaxPressure);
+  }
+  if (c.pressure > 0 && !pressure_allowed(c.mode)) {
+    return fmt::format("press{} needs eager or pipelined calls, not {}", c.pressure,
+                       to_string(c.mode));
+  }
   return "";
 }
 

@@ -94,6 +94,10 @@ struct Case {
   bool churn = false;
   std::optional<uint32_t> epoch_start;  // set every slot's epoch to this before the case
   Producer producer = Producer::kDefault;
+  // SM pressure (GPU only): percent of the SMs this rank may use that a
+  // co-running spinning kernel occupies for each batch (0: none). Eager and
+  // pipelined modes only (see pressure_allowed).
+  int pressure = 0;
   uint64_t seed = 0;          // mixed into every generated value (printed as hex)
 
   bool operator==(const Case&) const = default;
@@ -106,6 +110,14 @@ struct Case {
 // the kernel refuses the call on every rank (SPEC: capacity refusal).
 inline bool over_capacity(const Case& c) { return c.num_tokens > c.geometry.max_tokens; }
 
+// SM pressure levels the suites use, and where pressure may be applied: not
+// under graphs (a capture must not overlap the pressure kernel's lifetime).
+inline constexpr int kPressureLevels[] = {50, 90};
+inline constexpr int kMaxPressure = 95;
+inline bool pressure_allowed(ExecMode m) {
+  return m == ExecMode::kEager || m == ExecMode::kPipelined;
+}
+
 // The edges the epoch cases start just below: where a signed 32-bit epoch
 // overflows, and where a u32 one wraps (a u64 one leaves its low word).
 inline constexpr uint64_t kEpochSignBit = uint64_t{1} << 31;
@@ -116,7 +128,7 @@ inline bool epoch_starts_below(const Case& c, uint64_t edge) {
 }
 
 // Format: dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone[-special<v>]-ub2-graph4
-//         [-l<L>][-skew][-churn][-ep<hex>][-prodslow|-prodpdl]-s<hex>
+//         [-l<L>][-skew][-churn][-ep<hex>][-prodslow|-prodpdl][-press<pct>]-s<hex>
 // (each axis's tokens, in the order of the axis table, cases/axes.h).
 // "contig" replaces "pad0x0". A custom geometry is written h<H>d<D>m<maxT>[p<storage>].
 std::string format_case_id(const Case& c);

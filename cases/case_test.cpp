@@ -128,6 +128,26 @@ TEST_CASE("graph sets: graphs<N> next to graph<N>") {
   check_round_trip(c);
 }
 
+TEST_CASE("SM pressure: -press<pct>, eager or pipelined only") {
+  Case c = example();
+  c.mode = ExecMode::kPipelined;
+  c.num_calls = 8;
+  c.skew = true;
+  c.pressure = 90;
+  CHECK(format_case_id(c) ==
+        "dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone-ub2-pipe8-skew-press90-s1a2b3c");
+  check_round_trip(c);
+  std::string err;
+  const std::string head = "dcp4-kimi-bf16-lsefp32-base2-t17-contig-emptynone-ub2-";
+  CHECK_FALSE(parse_case_id(head + "graph4-press90-s000001", &err));
+  CHECK(err.find("needs eager or pipelined") != std::string::npos);
+  CHECK_FALSE(parse_case_id(head + "eager2-press96-s000001", &err));
+  CHECK(err.find("[1, 95]") != std::string::npos);
+  CHECK_FALSE(parse_case_id(head + "eager2-press-s000001", &err));
+  CHECK(err.find("press<percent>") != std::string::npos);
+  CHECK_FALSE(parse_case_id(head + "eager2-press0-s000001", &err));
+}
+
 TEST_CASE("preset names with dashes and custom geometries") {
   Case c = example();
   c.geometry = *find_geometry("kimi-k3");

@@ -39,6 +39,12 @@ const std::vector<CaseFamily>& case_families() {
        [](const Case& c) {
          return c.mode == ExecMode::kGraphSet && graph_set_tokens(c).size() >= 2;
        }},
+      {"sm-pressure",
+       "two slots in flight while a co-running kernel holds 50% or 90% of the SMs the rank may "
+       "use (GPU only)",
+       "spinning blocks that fill the SMs left, so the dispatch a peer waits for never starts "
+       "(spinning-combine-blocks)",
+       [](const Case& c) { return c.pressure > 0; }},
       {"guard-zones", "every case: canaries before and after the output and after every payload region",
        "a write out of bounds that hits no live buffer (write-past-output)",
        [](const Case&) { return true; }},

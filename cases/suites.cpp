@@ -208,6 +208,43 @@ std::vector<Case> graph_set_cases(const SuiteOptions& opts, const Geometry& g) {
   return cases;
 }
 
+// The SM-pressure family (KERNELS.md: forward progress): per group size, two
+// slots in flight under a co-running kernel that takes 90% of the rank's SMs
+// (pipelined with skew at T = 64, and at T = max_tokens with an empty shard,
+// where the grids are largest) and 50% (eager, T = 32).
+std::vector<Case> pressure_cases(const SuiteOptions& opts, const Geometry& g) {
+  std::vector<Case> cases;
+  auto add = [&](int w, int pressure, int tokens, ExecMode mode, int calls, bool skew,
+                 EmptyPattern e) {
+    Case c;
+    c.geometry = g;
+    c.dcp_size = w;
+    c.pressure = pressure;
+    c.num_tokens = std::min(tokens, g.max_tokens);
+    c.mode = mode;
+    c.num_calls = calls;
+    c.num_slots = 2;
+    c.skew = skew;
+    c.empty = e;
+    if (std::find(cases.begin(), cases.end(), c) == cases.end()) cases.push_back(c);
+  };
+  for (int w : dcp_sizes_for_world(opts.world)) {
+    add(w, 90, 64, ExecMode::kPipelined, 8, true, EmptyPattern::kNone);
+    add(w, 90, g.max_tokens, ExecMode::kPipelined, 4, false, EmptyPattern::kOne);
+    add(w, 50, 32, ExecMode::kEager, 4, false, EmptyPattern::kNone);
+  }
+  finish(cases, opts.base_seed);
+  return cases;
+}
+
+// Every field-failure family's cases (cases/families.h), appended to a suite.
+void add_family_cases(std::vector<Case>& cases, const SuiteOptions& opts, const Geometry& g) {
+  for (const Case& k : capacity_cases(opts, g)) cases.push_back(k);
+  for (const Case& p : producer_cases(opts, g)) cases.push_back(p);
+  for (const Case& k : graph_set_cases(opts, g)) cases.push_back(k);
+  for (const Case& k : pressure_cases(opts, g)) cases.push_back(k);
+}
+
 std::vector<Case> upstream_suite(const SuiteOptions& opts) {
   // The upstream test: Kimi-K3 geometry in 128-head storage, T in {1, 17}
   // contiguous and {5, 128} padded, no empty shard or one, 3 graph replays;
@@ -267,9 +304,7 @@ std::vector<Case> default_suite(const SuiteOptions& opts, const Geometry& g) {
   for (const Case& u : upstream_suite(opts)) {
     if (std::find(cases.begin(), cases.end(), u) == cases.end()) cases.push_back(u);
   }
-  for (const Case& k : capacity_cases(opts, g)) cases.push_back(k);
-  for (const Case& p : producer_cases(opts, g)) cases.push_back(p);
-  for (const Case& k : graph_set_cases(opts, g)) cases.push_back(k);
+  add_family_cases(cases, opts, g);
   return cases;
 }
 
@@ -293,9 +328,7 @@ std::vector<Case> full_suite(const SuiteOptions& opts, const Geometry& g) {
     if (k < 0) break;
   }
   finish(cases, opts.base_seed);
-  for (const Case& k : capacity_cases(opts, g)) cases.push_back(k);
-  for (const Case& p : producer_cases(opts, g)) cases.push_back(p);
-  for (const Case& k : graph_set_cases(opts, g)) cases.push_back(k);
+  add_family_cases(cases, opts, g);
   return cases;
 }
 

@@ -2,11 +2,12 @@
 # For the GPU machine: build against the PyTorch wheel's NCCL for sm_90, run the
 # GPU-labelled tests and the README demo, keep every log under $OUT, and print
 # a short summary last. Steps are arguments, in any order (default: all):
-#   ci/gpu.sh build test demo      build | unit | test | demo | plugin | families | perf
+#   ci/gpu.sh build test demo      build | unit | test | demo | plugin | families | pressure | perf
 #   unit = every non-GPU CTest test, test = `ctest -L gpu`, plugin = the
 #   example plugin (kernels/example_plugin, its own CMake project) through
 #   the default suites, its broken copy, and the built-in mutants via the seam;
 #   families = each field-failure mutant caught by its case family only;
+#   pressure = SM pressure: the pressure kernel, the cases, their mutant;
 #   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -117,6 +118,32 @@ step_families() {
     --json "$OUT/selftest-w4.json"
 }
 
+# Issue 15 item 10, SM pressure: the pressure kernel holds the SMs it claims
+# (gpu_pressure), the built-in kernel passes the pressure cases (time-sliced
+# and under MPS), its spinning-combine-blocks mutant is caught by them only,
+# and the hang it causes is diagnosed as a forward-progress deadlock.
+step_pressure() {
+  local w args log
+  step_ctest gpu_pressure -R '^gpu_pressure$'
+  run_expect "pressure w2" 0 --world 2 --filter press -v
+  run_expect "pressure w2 mps" 0 --world 2 --mps on --filter press -v
+  run_expect "pressure w4 kimi mps" 0 --world 4 --geometry kimi --mps on --filter press -v
+  for w in 2 4; do
+    args=(--world "$w" --mps on --fast --no-upstream --timeout 3)
+    [[ $w -eq 4 ]] && args+=(--geometry kimi)
+    run_expect "w$w spinning-combine-blocks by press" 0 selftest "${args[@]}" \
+      --mutants spinning-combine-blocks --filter press
+    run_expect "w$w spinning-combine-blocks without" 1 selftest "${args[@]}" \
+      --mutants spinning-combine-blocks --filter '^((?!press).)*$'
+  done
+  run_expect "w2 mps spinning-combine hang" 1 --world 2 --mps on --timeout 3 \
+    --mutant spinning-combine-blocks --filter press90
+  log="$OUT/w2_mps_spinning-combine_hang.log"
+  grep -m3 -E 'never started|forward-progress' "$log"
+  grep -q 'never started' "$log" && grep -q 'forward-progress deadlock' "$log"
+  record "hang diagnosed as forward progress" "$?" 0 "$log"
+}
+
 # The benchmark of docs/results (throughput): each run's JSON, then the table.
 step_perf() {
   local start=$SECONDS rc
@@ -135,8 +162,8 @@ step_perf() {
 
 for s in "${steps[@]}"; do
   case $s in
-    build | unit | test | demo | plugin | families | perf) ;;
-    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families perf)" >&2; exit 2 ;;
+    build | unit | test | demo | plugin | families | pressure | perf) ;;
+    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure perf)" >&2; exit 2 ;;
   esac
 done
 
@@ -149,6 +176,7 @@ for s in "${steps[@]}"; do
     demo) step_demo ;;
     plugin) step_plugin ;;
     families) step_families ;;
+    pressure) step_pressure ;;
     perf) step_perf ;;
   esac
 done

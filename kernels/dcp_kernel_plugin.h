@@ -92,6 +92,8 @@ typedef enum dcpEpochKind {
 #define DCP_CAP_COMBINED_LSE (1ull << 6)         /* writes args->combined_lse when it is not NULL */
 #define DCP_CAP_WAIT_STATUS (1ull << 7)          /* writes config->wait_status while it waits */
 #define DCP_CAP_PDL (1ull << 8)                  /* honours DCP_CALL_PDL in args->flags */
+#define DCP_CAP_LAUNCH_RECORD (1ull << 9)        /* with DCP_CAP_WAIT_STATUS: also writes
+                                                    wait_status->last_started_epoch */
 
 /* Region kinds. */
 typedef enum dcpRegionKind {
@@ -150,7 +152,10 @@ typedef struct dcpWaitStatus_v1 {
   volatile uint32_t last_signalled_epoch[DCP_WAIT_STATUS_SLOTS];
   volatile uint32_t last_completed_epoch[DCP_WAIT_STATUS_SLOTS];
   volatile uint32_t trapped; /* 1 once a bounded wait gave up */
-  uint32_t reserved[5];
+  /* DCP_CAP_LAUNCH_RECORD: the epoch of the last call whose first kernel began
+   * on each slot (so a hang tells "never started" from "waiting"). */
+  volatile uint32_t last_started_epoch[DCP_WAIT_STATUS_SLOTS];
+  uint32_t reserved[3];
 } dcpWaitStatus_v1;
 
 /* The group and workspace shape, handed to get_workspace and init. */

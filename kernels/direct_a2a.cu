@@ -1,6 +1,6 @@
 // The direct DCP all-to-all + LSE combine (SPEC section 1).
 //
-// One call on slot `slot` is two kernels on the caller's stream:
+// One call on slot `slot` is three kernels on the caller's stream:
 //   dispatch: (under PDL, griddepcontrol.wait first) e = state.epoch + 1,
 //     parity = e & 1. Block (x, d) copies this rank's head slice
 //     [d*H, (d+1)*H) of some tokens into destination d's receive buffers at
@@ -8,9 +8,15 @@
 //     rows of empty KV shards, whose payload is skipped). The last block to
 //     finish for destination d release-stores e into d's flag [parity][r]; the
 //     last destination signalled writes e back to state.epoch.
-//   combine: reads e from state.epoch (the dispatch kernel finished before it
-//     starts: stream order), acquire-waits until every flag [parity][s] == e,
-//     then combines.
+//   wait: one block; its thread 0 reads e from state.epoch (the dispatch
+//     kernel finished before it starts: stream order) and acquire-waits until
+//     every flag [parity][s] == e.
+//   combine: never spins; stream order puts it after the wait's acquire.
+//
+// Forward progress: only the one-block wait kernel spins, so a rank never has
+// more than one spinning block per slot (two in all), whatever T x H and
+// whatever else occupies its SMs (the other ubatch's compute under DBO); the
+// dispatch a peer waits for always finds a free slot once one more block fits.
 //
 // Epoch bump (graph-safe, no host involvement): every dispatch block reads the
 // old epoch before it arrives at its destination counter, and only the block
@@ -41,10 +47,8 @@ namespace {
 
 constexpr int kCombineThreads = 256;
 constexpr int kWarpsPerCombineBlock = kCombineThreads / 32;
-// At most two combines (one per slot stream) spin at once per process. Capping
-// each grid keeps both co-resident with room for a dispatch even on a small
-// MPS partition, so a spinning combine can never starve the dispatch a peer
-// is waiting for.
+// The combine does not spin (the wait kernel did), so its grid size is a
+// throughput choice only.
 constexpr int kMaxCombineBlocks = 48;
 constexpr int kMaxDispatchBlocksPerDest = 32;
 
@@ -139,6 +143,10 @@ __global__ void __launch_bounds__(256)
   const bool relaxed = mutant == kMutantRelaxedOrdering;
   const uint32_t epoch = load_volatile(&st->epoch) + 1u;
   const uint32_t parity = mutant == kMutantSingleParity ? 0u : (epoch & 1u);
+  // Launch record (DCP_CAP_LAUNCH_RECORD): this call's dispatch has begun.
+  if (p.status != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+    p.status->last_started_epoch[p.slot] = epoch;
+  }
 
   const int W = p.dcp_size, H = p.heads_per_rank, D = p.head_dim, r = p.group_rank;
   const int d = blockIdx.y;
@@ -259,6 +267,17 @@ __device__ void wait_for_sources(const DirectA2AParams& p, DirectSlotState* st, 
   }
 }
 
+// One block: thread 0 acquire-waits for every source's signal of this call.
+template <bool kWithMutants>
+__global__ void __launch_bounds__(32) direct_wait_kernel(const DirectA2AParams p, int mutant_id) {
+  if (threadIdx.x != 0) return;
+  const int mutant = active_mutant<kWithMutants>(mutant_id);
+  DirectSlotState* st = slot_state(p, mutant);
+  const uint32_t epoch = load_volatile(&st->epoch);
+  const uint32_t parity = mutant == kMutantSingleParity ? 0u : (epoch & 1u);
+  wait_for_sources<kWithMutants>(p, st, epoch, parity, mutant);
+}
+
 template <ElemType kOut, bool kWithMutants>
 __global__ void __launch_bounds__(kCombineThreads)
     direct_combine_kernel(const DirectA2AParams p, int mutant_id) {
@@ -266,8 +285,11 @@ __global__ void __launch_bounds__(kCombineThreads)
   DirectSlotState* st = slot_state(p, mutant);
   const uint32_t epoch = load_volatile(&st->epoch);
   const uint32_t parity = mutant == kMutantSingleParity ? 0u : (epoch & 1u);
-  if (threadIdx.x == 0) wait_for_sources<kWithMutants>(p, st, epoch, parity, mutant);
-  __syncthreads();  // the acquire by thread 0 orders every thread's reads below
+  if (mutant == kMutantSpinningCombineBlocks) {
+    // The mistake: no wait kernel; every combine block spins on the flags.
+    if (threadIdx.x == 0) wait_for_sources<kWithMutants>(p, st, epoch, parity, mutant);
+    __syncthreads();  // the acquire by thread 0 orders every thread's reads below
+  }
 
   const int W = p.dcp_size, H = p.heads_per_rank, D = p.head_dim;
   const int64_t rows = recv_rows(p, mutant);
@@ -365,6 +387,10 @@ cudaError_t launch_impl(const DirectA2AParams& p, int mutant, cudaStream_t strea
   }
   if (launched != cudaSuccess) return launched;
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
+  if (mutant != kMutantSpinningCombineBlocks) {
+    direct_wait_kernel<kWithMutants><<<1, 32, 0, stream>>>(p, mutant);
+    if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
+  }
   const int rows = p.num_tokens * p.heads_per_rank;
   const int combine_blocks =
       std::min(kMaxCombineBlocks, (rows + kWarpsPerCombineBlock - 1) / kWarpsPerCombineBlock);

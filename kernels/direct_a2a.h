@@ -1,10 +1,10 @@
 // The direct DCP all-to-all + LSE combine (SPEC section 1): host-side view.
 // Plain C++ (no CUDA syntax), the only part of kernels/direct_a2a.cu that src/
-// sees. One call = two kernels on one stream: dispatch (write this rank's head
-// slices into every peer's receive buffers, then release-signal each peer) and
-// combine (acquire-wait for every source's signal, then combine). Stream order
-// between the two kernels replaces any grid-wide barrier, so neither kernel
-// ever needs all of its blocks co-resident.
+// sees. One call = three kernels on one stream: dispatch (write this rank's head
+// slices into every peer's receive buffers, then release-signal each peer),
+// wait (one block acquire-waits for every source's signal) and combine. Stream
+// order between them replaces any grid-wide barrier, so no kernel ever needs
+// all of its blocks co-resident, and only one block per slot ever spins.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -244,7 +244,8 @@ TEST_CASE("mutant table: unique ids and names, every required kind, honest catch
   }
   CHECK(ids.size() >= 15);
   for (std::string_view k :
-       {"protocol", "memory-ordering", "indexing", "masking", "arithmetic", "sizing"}) {
+       {"protocol", "memory-ordering", "indexing", "masking", "arithmetic", "sizing",
+        "forward-progress"}) {
     CHECK_MESSAGE(kinds.count(k) == 1, k);
   }
   CHECK_FALSE(find_gpu_mutant(kMutantRelaxedOrdering)->catchable_on_shared_gpu);

@@ -33,12 +33,14 @@ enum GpuMutantId : int {
   kMutantCombinedLseBase2 = 19,
   kMutantNoGridDependencyWait = 20,
   kMutantHostMappedParams = 21,
+  kMutantSpinningCombineBlocks = 22,
 };
 
 struct GpuMutantInfo {
   int id;
   std::string_view name;
-  std::string_view kind;  // protocol, memory-ordering, indexing, masking, arithmetic, sizing
+  std::string_view kind;  // protocol, memory-ordering, indexing, masking, arithmetic, sizing,
+                         // forward-progress
   std::string_view description;
   bool catchable_on_shared_gpu;         // false: ranks sharing one GPU cannot expose it
   std::string_view uncatchable_reason;  // why, when the flag is false
@@ -136,6 +138,12 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "graph per slot are right, but a graph replayed after its slot captured one of fewer tokens "
      "overlaps its sources' rows (only the graph-set cases reach it)",
      true, "", false, 2, "graph-set"},
+    {kMutantSpinningCombineBlocks, "spinning-combine-blocks", "forward-progress",
+     "no one-block wait kernel: every combine block (up to 48) spins on the flags itself. With "
+     "two slots in flight and most of the rank's SMs taken by other work, the spinning blocks "
+     "fill what is left and the dispatch a peer waits for never starts: both ranks hang (only "
+     "the SM-pressure cases reach it; ranks sharing a GPU need MPS for their partitions)",
+     true, "", /*needs_concurrent_ranks=*/true, 2, "sm-pressure"},
 };
 
 inline const GpuMutantInfo* find_gpu_mutant(int id) {

@@ -330,7 +330,7 @@ dcpKernelPlugin_v1_t make_direct() {
   t.epoch_kind = DCP_EPOCH_U32;
   t.capabilities =
       DCP_CAP_GRAPH_SAFE | DCP_CAP_MASKS_EMPTY_KV | DCP_CAP_TIMEOUT_HINT | DCP_CAP_WAIT_STATUS |
-      DCP_CAP_COMBINED_LSE | DCP_CAP_PDL;
+      DCP_CAP_COMBINED_LSE | DCP_CAP_PDL | DCP_CAP_LAUNCH_RECORD;
   t.mutants = kDirectMutants.data();
   t.num_mutants = static_cast<int32_t>(kDirectMutants.size());
   t.get_workspace = direct_get_workspace;

@@ -42,6 +42,7 @@ constexpr CapName kCapNames[] = {
     {DCP_CAP_COMBINED_LSE, "combined-lse"},
     {DCP_CAP_WAIT_STATUS, "wait-status"},
     {DCP_CAP_PDL, "pdl"},
+    {DCP_CAP_LAUNCH_RECORD, "launch-record"},
 };
 
 bool printable(const char* s, size_t max_len) {
@@ -368,6 +369,10 @@ std::string case_skip_reason(const KernelInfo& k, const Case& c, bool ranks_shar
         "{} lacks capability pdl (the case's input producer triggers programmatic completion "
         "early and asks for a PDL launch)",
         who);
+  }
+  if (c.pressure > 0 && k.has(DCP_CAP_NEEDS_CORESIDENT)) {
+    return fmt::format(
+        "{} declares needs-coresident: the case occupies most of its SMs on purpose", who);
   }
   if (c.empty != EmptyPattern::kNone && !k.has(DCP_CAP_MASKS_EMPTY_KV)) {
     return fmt::format("{} lacks capability masks-empty-kv (the case has empty KV shards)", who);

@@ -87,7 +87,7 @@ std::string waits_text(const std::vector<std::string>& waits) {
 CaseResult Session::Impl::finish_failed_case(CaseResult r, const Case& c, const CaseFailure& f) {
   // The board first: killing does not change it, but the diagnosis must be what
   // the ranks published while stuck.
-  const std::vector<std::string> waits = diagnose_waits(status_entries(), c.dcp_size);
+  const std::vector<std::string> waits = diagnose_waits(status_entries(), c.dcp_size, config.kernel.has(DCP_CAP_LAUNCH_RECORD));
   kill_workers();
   for (WorkerState& w : workers) {
     if (w.result) {
@@ -137,7 +137,7 @@ CaseResult Session::Impl::finish_case(CaseResult r, const Case& c) {
   }
   if (!errors.empty()) {
     // The workspace state is unknown after a fault: no later case may trust it.
-    const std::vector<std::string> waits = diagnose_waits(status_entries(), c.dcp_size);
+    const std::vector<std::string> waits = diagnose_waits(status_entries(), c.dcp_size, config.kernel.has(DCP_CAP_LAUNCH_RECORD));
     kill_workers();
     r.status = CaseStatus::kError;
     r.failure = case_failure(r.ranks);
@@ -229,6 +229,9 @@ std::string Session::Impl::skip_reason(const Case& c) const {
   if (std::find(dcp_sizes.begin(), dcp_sizes.end(), c.dcp_size) == dcp_sizes.end()) {
     return fmt::format("not run: dcp size {} does not divide --world {}", c.dcp_size,
                        config.world);
+  }
+  if (c.pressure > 0 && config.backend == BackendKind::kHost) {
+    return "not run: SM pressure needs the GPU backend (the host model has no SMs)";
   }
   // Decided from the kernels' declarations before any rank enters the exchange.
   for (const KernelInfo* k : config.kernels()) {

@@ -119,23 +119,42 @@ std::string format_wait(const WaitStatus& s, int rank, int source_global_rank) {
 }
 
 std::vector<std::string> diagnose_waits(const std::vector<const WaitStatus*>& entries,
-                                        int dcp_size) {
+                                        int dcp_size, bool launch_record) {
   std::vector<std::string> lines;
   const int world = static_cast<int>(entries.size());
+  int waiting = 0, never_started = 0;
   for (int r = 0; r < world; ++r) {
     const WaitStatus& s = *entries[r];
     if (!s.waiting) continue;
+    ++waiting;
     const int group_base = dcp_size > 0 ? r / dcp_size * dcp_size : 0;
     const int src = group_base + static_cast<int>(s.wait_source);
     std::string line = format_wait(s, r, src);
     if (src >= 0 && src < world && s.wait_slot < static_cast<uint32_t>(kMaxSlots)) {
+      const WaitStatus& peer = *entries[src];
       line += fmt::format("; rank {} last signalled epoch {}", src,
-                          entries[src]->last_signalled_epoch[s.wait_slot]);
+                          peer.last_signalled_epoch[s.wait_slot]);
+      // Wraparound-safe: the awaited epoch is ahead of the last one started.
+      const uint32_t started = peer.last_started_epoch[s.wait_slot];
+      if (launch_record && static_cast<int32_t>(s.wait_epoch - started) > 0) {
+        ++never_started;
+        line += fmt::format("; rank {}'s slot {} dispatch of epoch {} never started (last started {})",
+                            src, s.wait_slot, s.wait_epoch, started);
+        if (peer.waiting && peer.wait_slot != s.wait_slot) {
+          line += fmt::format(" while rank {} spins on slot {}", src, peer.wait_slot);
+        }
+      }
     }
     if (s.trapped) line += " [spin bound expired]";
     lines.push_back(std::move(line));
   }
   if (lines.empty()) lines.push_back("no rank was waiting on a flag");
+  if (waiting > 0 && never_started == waiting) {
+    lines.push_back(
+        "forward-progress deadlock: every awaited dispatch never started, queued behind "
+        "spinning blocks that hold the SMs it needs (a spinning kernel must not fill the SMs "
+        "its peers' progress depends on)");
+  }
   return lines;
 }
 

@@ -55,8 +55,12 @@ std::string format_wait(const WaitStatus& s, int rank, int source_global_rank);
 
 // The supervisor's hang diagnosis for a case of dcp size `dcp_size`: one line
 // per waiting rank, "<format_wait>; rank 3 last signalled epoch 16", or a line
-// saying no rank was waiting on a flag. `entries[r]` is rank r's status.
+// saying no rank was waiting on a flag. `entries[r]` is rank r's status. With
+// `launch_record` (the kernel writes last_started_epoch) a line also says when
+// the awaited dispatch never started, and what its rank spins on instead; when
+// that holds for every waiting rank, a last line names the forward-progress
+// deadlock.
 std::vector<std::string> diagnose_waits(const std::vector<const WaitStatus*>& entries,
-                                        int dcp_size);
+                                        int dcp_size, bool launch_record = false);
 
 }  // namespace dcp

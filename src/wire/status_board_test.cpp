@@ -86,5 +86,48 @@ TEST_CASE("diagnose_waits maps group sources to global ranks and adds what the s
   CHECK(lines[0] == "no rank was waiting on a flag");
 }
 
+TEST_CASE("diagnose_waits with a launch record names dispatches that never started") {
+  WaitStatus st[2] = {};
+  // Rank 0 spins on slot 0 for rank 1's epoch 5; rank 1 started only epoch 4 there
+  // and spins on slot 1 for rank 0's epoch 6, which rank 0 never started.
+  st[0].waiting = 1;
+  st[0].wait_source = 1;
+  st[0].wait_slot = 0;
+  st[0].wait_epoch = 5;
+  st[0].wait_flag_value = 3;
+  st[0].last_started_epoch[0] = 5;
+  st[0].last_started_epoch[1] = 4;
+  st[1].waiting = 1;
+  st[1].wait_source = 0;
+  st[1].wait_slot = 1;
+  st[1].wait_epoch = 6;
+  st[1].wait_flag_value = 4;
+  st[1].last_started_epoch[0] = 3;
+  st[1].last_started_epoch[1] = 6;
+  const std::vector<const WaitStatus*> entries = {&st[0], &st[1]};
+  auto lines = diagnose_waits(entries, 2, /*launch_record=*/true);
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].find("rank 1's slot 0 dispatch of epoch 5 never started (last started 3) while "
+                      "rank 1 spins on slot 1") != std::string::npos);
+  CHECK(lines[1].find("rank 0's slot 1 dispatch of epoch 6 never started (last started 4) while "
+                      "rank 0 spins on slot 0") != std::string::npos);
+  CHECK(lines[2].rfind("forward-progress deadlock:", 0) == 0);
+  // Without the record nothing is claimed.
+  lines = diagnose_waits(entries, 2, false);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0].find("never started") == std::string::npos);
+  // A started dispatch (rank 1 began epoch 5, so it is only slow): no deadlock line.
+  st[1].last_started_epoch[0] = 5;
+  lines = diagnose_waits(entries, 2, true);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0].find("never started") == std::string::npos);
+  CHECK(lines[1].find("never started") != std::string::npos);
+  // Wraparound: epoch 1 after the wrap is ahead of a last start at 0xFFFFFFFF.
+  st[0].wait_epoch = 1;
+  st[1].last_started_epoch[0] = 0xFFFFFFFFu;
+  lines = diagnose_waits(entries, 2, true);
+  CHECK(lines[0].find("never started (last started 4294967295)") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace dcp

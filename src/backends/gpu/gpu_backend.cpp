@@ -41,6 +41,7 @@
 #include "input_producer.h"
 #include "kernel_instance.h"
 #include "mutants.h"
+#include "sm_pressure_host.h"
 #include "symmetric_memory.h"
 
 namespace dcp {
@@ -190,6 +191,9 @@ class GpuBackend final : public RankBackend {
   uint64_t graph_uses_ = 0;
   DeviceBuffer churn_;  // churn cases: reallocated after each capture, holds the canary
   size_t churn_bytes_ = 0;
+  std::unique_ptr<SmPressure> pressure_;  // made by the first pressure case
+  std::string pressure_note_;             // what the running pressure reached (messages)
+  void start_pressure(const Case& c, const CallShape& sh, const Batch& batch);
 };
 
 GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(cfg) {
@@ -707,6 +711,8 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
     sync_all();
     clock.lap(phases.wait_ms);
   };
+  if (c.pressure > 0) start_pressure(c, sh, batch);
+  const PressureScope pressure_scope(c.pressure > 0 ? pressure_.get() : nullptr);
   if (batch.mode == ExecMode::kEager) {
     for (const CallInputs& in : batch.calls) {
       ensure(sh, eager_buffers_, staging_[0]);
@@ -747,10 +753,32 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
     wait();
     for (size_t i = 0; i < n; ++i) collect(staging_[i], batch.calls[i]);
   }
+  if (pressure_ != nullptr) pressure_->stop();
+  pressure_note_.clear();
   check_region_tails(batch.out_of_bounds);
   check_churn(batch.out_of_bounds);
   current_ = nullptr;
   return outputs;
+}
+
+// SM pressure (Case::pressure): every buffer of the batch is sized first, since
+// a reallocation (cudaFree) would wait for the pressure kernel; then the
+// pressure kernel takes its SMs before the first call.
+void GpuBackend::start_pressure(const Case& c, const CallShape& sh, const Batch& batch) {
+  DCP_CHECK(pressure_allowed(batch.mode), HarnessError,
+            "SM pressure needs eager or pipelined batches, not {}", to_string(batch.mode));
+  if (batch.mode == ExecMode::kEager) {
+    ensure(sh, eager_buffers_, staging_[0]);
+  } else {
+    if (pipe_buffers_.size() < batch.calls.size()) pipe_buffers_.resize(batch.calls.size());
+    for (size_t i = 0; i < batch.calls.size(); ++i) ensure(sh, pipe_buffers_[i], staging_[i]);
+  }
+  if (pressure_ == nullptr) {
+    pressure_ = std::make_unique<SmPressure>(cfg_.device, cfg_.global_rank, cfg_.spin_timeout_s);
+  }
+  sync_all();  // the buffers' first fills are done before the SMs are taken
+  pressure_note_ = pressure_->start(c.pressure);
+  spdlog::debug("rank {}: {}", cfg_.global_rank, pressure_note_);
 }
 
 // Guard zones (guard_zone.h): the output's two guards came back with the
@@ -938,8 +966,17 @@ std::string GpuBackend::status_text() const {
     signalled += fmt::format("{}{}", i ? "," : "", s.last_signalled_epoch[i]);
     completed += fmt::format("{}{}", i ? "," : "", s.last_completed_epoch[i]);
   }
-  return fmt::format("{}; last signalled epoch per slot [{}], last completed [{}]", text, signalled,
-                     completed);
+  std::string started;
+  if (cfg_.kernel->info().has(DCP_CAP_LAUNCH_RECORD)) {
+    for (int i = 0; i < kMaxSlots; ++i) {
+      started += fmt::format("{}{}", i ? "," : "", s.last_started_epoch[i]);
+    }
+    started = fmt::format("last started [{}], ", started);
+  }
+  const std::string pressure =
+      pressure_note_.empty() ? std::string() : fmt::format("; under {}", pressure_note_);
+  return fmt::format("{}; {}last signalled epoch per slot [{}], last completed [{}]{}", text,
+                     started, signalled, completed, pressure);
 }
 
 }  // namespace

@@ -243,6 +243,7 @@ void HostBackend::begin_case(const Case& c) {
   const uint32_t e = *c.epoch_start;
   for (int s = 0; s < kMaxSlots; ++s) {
     own_epochs()[s] = e;
+    status_->last_started_epoch[s] = e;
     status_->last_signalled_epoch[s] = e;
     status_->last_completed_epoch[s] = e;
     for (int p = 0; p < 2; ++p) {
@@ -349,6 +350,7 @@ void HostBackend::run_call(const Case& c, const CallInputs& given, const SameSlo
   // Poison: all-ones is a NaN in fp16, bf16 and fp32, so an unwritten element fails.
   out.assign(output_bytes(c) + combined_lse_bytes(c), 0xFF);
   const uint32_t epoch = ++own_epochs()[slot];
+  status_->last_started_epoch[slot] = epoch;  // launch record (DCP_CAP_LAUNCH_RECORD)
   // Two parities: a rank cannot reuse a half before every peer has finished
   // reading it (it needs their next-epoch flags, sent only after their combine).
   const int parity = config_.mutant == kHostMutantSingleParity ? 0 : static_cast<int>(epoch & 1);

@@ -1,0 +1,58 @@
+// The SM-pressure kernel (see sm_pressure.h). Only residency matters: once a
+// block is admitted its threads wait at a barrier (holding their SM's thread
+// slots) while thread 0 polls, so it takes no issue bandwidth from the op.
+#include "sm_pressure.h"
+
+namespace dcp {
+namespace {
+
+__device__ __forceinline__ uint64_t now_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void __launch_bounds__(kPressureThreads)
+    sm_pressure_kernel(PressureControl* ctl, uint32_t* device_words, uint64_t max_ns) {
+  if (threadIdx.x != 0) {
+    __syncthreads();
+    return;
+  }
+  // Placed after the host stopped waiting (the SM was busy): leave at once, so
+  // the pressure never grows past what was measured.
+  if (ctl->closed == 0u) {
+    ctl->resident[blockIdx.x] = 1;
+    __threadfence_system();
+    const uint64_t start = now_ns();
+    volatile uint32_t* relay = device_words;
+    // The first admitted block polls the host page; the others poll the relay.
+    const bool poller = atomicCAS(device_words + 1, 0u, 1u) == 0u;
+    while (now_ns() - start < max_ns) {
+      if (poller) {
+        if (ctl->stop != 0u) {
+          *relay = 1u;
+          break;
+        }
+        __nanosleep(10000);
+      } else {
+        if (*relay != 0u) break;
+        __nanosleep(5000);
+      }
+    }
+  }
+  __syncthreads();
+}
+
+}  // namespace
+
+cudaError_t launch_sm_pressure(PressureControl* control_dev, uint32_t* device_words, int blocks,
+                               uint64_t max_ns, cudaStream_t stream) {
+  if (control_dev == nullptr || device_words == nullptr || blocks < 1 ||
+      blocks > kMaxPressureBlocks || max_ns == 0) {
+    return cudaErrorInvalidValue;
+  }
+  sm_pressure_kernel<<<blocks, kPressureThreads, 0, stream>>>(control_dev, device_words, max_ns);
+  return cudaGetLastError();
+}
+
+}  // namespace dcp

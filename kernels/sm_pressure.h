@@ -1,0 +1,32 @@
+// SM pressure (Case::pressure): a co-running kernel that holds most of the
+// SMs a rank may use, as the other ubatch's compute does under DBO, so a
+// kernel whose spinning blocks fill what is left starves the dispatch a peer
+// waits for. Plain C++ (no CUDA syntax).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace dcp {
+
+inline constexpr int kPressureThreads = 1024;  // two such blocks fill an SM's 2048 threads
+inline constexpr int kMaxPressureBlocks = 512;
+
+// In mapped pinned host memory: the host writes `closed` and `stop`, each
+// block writes its `resident` byte. Zero it before each launch.
+struct PressureControl {
+  volatile uint32_t closed;  // set once the host stopped waiting: blocks placed later exit
+  volatile uint32_t stop;    // set to end the pressure
+  volatile uint8_t resident[kMaxPressureBlocks];  // 1: block i holds its SM until stop
+};
+
+// `blocks` blocks of kPressureThreads threads that stay resident until
+// control->stop (or max_ns of %globaltimer). The first admitted block alone
+// polls the host page and relays stop through `device_words` (two zeroed u32
+// of device memory: the relay, the poller's claim), so the pressure costs
+// almost no PCIe traffic. Not capturable.
+cudaError_t launch_sm_pressure(PressureControl* control_dev, uint32_t* device_words, int blocks,
+                               uint64_t max_ns, cudaStream_t stream);
+
+}  // namespace dcp

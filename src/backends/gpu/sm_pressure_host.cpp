@@ -1,0 +1,79 @@
+#include "sm_pressure_host.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "errors.h"
+
+namespace dcp {
+
+SmPressure::SmPressure(int device, int rank, double spin_timeout_s)
+    : rank_(rank),
+      // Outlives any batch the deadline lets finish; ends by itself if the
+      // host never stops it.
+      max_ns_(static_cast<uint64_t>(std::max(1.0, 2 * spin_timeout_s) * 1e9)) {
+  CUDA_CHECK(rank, HarnessError,
+             cudaDeviceGetAttribute(&rank_sms_, cudaDevAttrMultiProcessorCount, device));
+  stream_.create(rank);
+  void* host = nullptr;
+  CUDA_CHECK(rank, HarnessError,
+             cudaHostAlloc(&host, sizeof(PressureControl), cudaHostAllocMapped));
+  host_ = static_cast<PressureControl*>(host);
+  std::memset(host, 0, sizeof(PressureControl));
+  void* dev = nullptr;
+  CUDA_CHECK(rank, HarnessError, cudaHostGetDevicePointer(&dev, host, 0));
+  dev_ = static_cast<PressureControl*>(dev);
+  words_.ensure(2 * sizeof(uint32_t), rank);
+}
+
+SmPressure::~SmPressure() {
+  stop();
+  if (host_ != nullptr) cudaFreeHost(host_);
+}
+
+std::string SmPressure::start(int percent) {
+  stop();
+  const int sms = std::clamp((rank_sms_ * percent + 99) / 100, 1, rank_sms_);
+  const int blocks = std::min(2 * sms, kMaxPressureBlocks);
+  std::memset(const_cast<uint8_t*>(host_->resident), 0, sizeof(host_->resident));
+  host_->stop = 0;
+  host_->closed = 0;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  CUDA_CHECK(rank_, HarnessError,
+             cudaMemsetAsync(words_.data(), 0, 2 * sizeof(uint32_t), stream_.get()));
+  CUDA_CHECK(rank_, HarnessError,
+             launch_sm_pressure(dev_, static_cast<uint32_t*>(words_.data()), blocks, max_ns_,
+                                stream_.get()));
+  running_ = true;
+  // Bounded: the SMs may be busy with a peer's kernels on a shared GPU.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  int resident = 0;
+  while (true) {
+    resident = 0;
+    for (int i = 0; i < blocks; ++i) resident += host_->resident[i];
+    if (resident == blocks || std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::yield();
+  }
+  host_->closed = 1;
+  // A block admitted between the count and `closed` still holds its SM.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  resident = 0;
+  for (int i = 0; i < blocks; ++i) resident += host_->resident[i];
+  return fmt::format("pressure {}%: {} of {} blocks of {} threads resident ({} SMs of {})",
+                     percent, resident, blocks, kPressureThreads, sms, rank_sms_);
+}
+
+void SmPressure::stop() {
+  if (!running_) return;
+  host_->stop = 1;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  cudaStreamSynchronize(stream_.get());  // errors surface at the batch's own calls
+  running_ = false;
+}
+
+}  // namespace dcp

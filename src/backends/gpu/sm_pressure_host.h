@@ -1,0 +1,59 @@
+// The host side of SM pressure (Case::pressure, kernels/sm_pressure.h): one
+// per GPU backend. start() occupies `percent` of the SMs this rank may use
+// with the pressure kernel on a stream of its own and waits (bounded) until
+// its blocks are resident; stop() ends it. Between the two, nothing on this
+// rank may synchronise the whole device (cudaFree, cudaDeviceSynchronize):
+// the pressure kernel would hold it up to its own time bound.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cuda_raii.h"
+#include "sm_pressure.h"
+
+namespace dcp {
+
+class SmPressure {
+ public:
+  SmPressure(int device, int rank, double spin_timeout_s);
+  ~SmPressure();
+  SmPressure(const SmPressure&) = delete;
+  SmPressure& operator=(const SmPressure&) = delete;
+
+  // The SMs this rank may use: the device's count, which under MPS with an
+  // active thread percentage is already the client's share.
+  int rank_sms() const { return rank_sms_; }
+  // Launches ceil(percent% of rank_sms) * 2 blocks of 1024 threads and waits
+  // up to 200 ms for them to be resident; blocks placed later leave at once.
+  // Returns one line: what was asked for and what became resident.
+  std::string start(int percent);
+  void stop();  // idempotent; waits for the pressure kernel to end
+  bool running() const { return running_; }
+
+ private:
+  int rank_;
+  int rank_sms_ = 0;
+  uint64_t max_ns_;
+  Stream stream_;
+  PressureControl* host_ = nullptr;  // mapped pinned
+  PressureControl* dev_ = nullptr;   // its device alias
+  DeviceBuffer words_;               // relay + poller claim
+  bool running_ = false;
+};
+
+// Stops the pressure on every exit from a batch.
+class PressureScope {
+ public:
+  explicit PressureScope(SmPressure* p) : p_(p) {}
+  ~PressureScope() {
+    if (p_ != nullptr) p_->stop();
+  }
+  PressureScope(const PressureScope&) = delete;
+  PressureScope& operator=(const PressureScope&) = delete;
+
+ private:
+  SmPressure* p_;
+};
+
+}  // namespace dcp
