@@ -43,7 +43,28 @@ __global__ void __launch_bounds__(kPressureThreads)
   __syncthreads();
 }
 
+// words: [0] arrived, [1] most live at once, [2] live now.
+__global__ void __launch_bounds__(kPressureThreads)
+    capacity_probe_kernel(uint32_t* words, uint64_t window_ns) {
+  if (threadIdx.x == 0) {
+    atomicAdd(words, 1u);
+    atomicMax(words + 1, atomicAdd(words + 2, 1u) + 1u);
+    const uint64_t start = now_ns();
+    volatile uint32_t* arrived = words;
+    while (*arrived < gridDim.x && now_ns() - start < window_ns) __nanosleep(1000);
+    atomicSub(words + 2, 1u);
+  }
+  __syncthreads();
+}
+
 }  // namespace
+
+cudaError_t launch_capacity_probe(uint32_t* words, int blocks, uint64_t window_ns,
+                                  cudaStream_t stream) {
+  if (words == nullptr || blocks < 1 || blocks > kMaxPressureBlocks) return cudaErrorInvalidValue;
+  capacity_probe_kernel<<<blocks, kPressureThreads, 0, stream>>>(words, window_ns);
+  return cudaGetLastError();
+}
 
 cudaError_t launch_sm_pressure(PressureControl* control_dev, uint32_t* device_words, int blocks,
                                uint64_t max_ns, cudaStream_t stream) {

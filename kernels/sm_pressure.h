@@ -29,4 +29,11 @@ struct PressureControl {
 cudaError_t launch_sm_pressure(PressureControl* control_dev, uint32_t* device_words, int blocks,
                                uint64_t max_ns, cudaStream_t stream);
 
+// How many blocks of kPressureThreads threads this context can hold at once:
+// `blocks` such blocks each stay until all have arrived or `window_ns` passed,
+// and `words` (three zeroed u32 of device memory) ends with the most that were
+// resident together in words[1]. Under MPS this is the client's share.
+cudaError_t launch_capacity_probe(uint32_t* words, int blocks, uint64_t window_ns,
+                                  cudaStream_t stream);
+
 }  // namespace dcp

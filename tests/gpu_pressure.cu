@@ -69,6 +69,8 @@ int main() {
       return 1;
     }
     const int idle = most_resident(words, s);
+    std::printf("     this context holds %d SMs at once (measured); the device has %d\n", sms,
+                pressure.device_sms());
     check(idle == kProbeBlocks, "idle GPU (" + std::to_string(sms) + " SMs): " +
                                     std::to_string(idle) + " of " +
                                     std::to_string(kProbeBlocks) + " probe blocks at once");

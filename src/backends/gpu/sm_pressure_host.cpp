@@ -17,9 +17,24 @@ SmPressure::SmPressure(int device, int rank, double spin_timeout_s)
       // Outlives any batch the deadline lets finish; ends by itself if the
       // host never stops it.
       max_ns_(static_cast<uint64_t>(std::max(1.0, 2 * spin_timeout_s) * 1e9)) {
+  int device_sms = 0;
   CUDA_CHECK(rank, HarnessError,
-             cudaDeviceGetAttribute(&rank_sms_, cudaDevAttrMultiProcessorCount, device));
+             cudaDeviceGetAttribute(&device_sms, cudaDevAttrMultiProcessorCount, device));
   stream_.create(rank);
+  // Measured, not read: under MPS the client's share may be smaller than the
+  // device's count. Two blocks of 1024 threads fill an SM.
+  words_.ensure(3 * sizeof(uint32_t), rank);
+  uint32_t words[3] = {};
+  const int probe = std::min(2 * device_sms, kMaxPressureBlocks);
+  CUDA_CHECK(rank, HarnessError, cudaMemsetAsync(words_.data(), 0, sizeof words, stream_.get()));
+  CUDA_CHECK(rank, HarnessError,
+             launch_capacity_probe(static_cast<uint32_t*>(words_.data()), probe, 20'000'000,
+                                   stream_.get()));
+  CUDA_CHECK(rank, HarnessError, cudaMemcpyAsync(words, words_.data(), sizeof words,
+                                                 cudaMemcpyDeviceToHost, stream_.get()));
+  CUDA_CHECK(rank, HarnessError, cudaStreamSynchronize(stream_.get()));
+  rank_sms_ = std::clamp(static_cast<int>(words[1]) / 2, 1, device_sms);
+  device_sms_ = device_sms;
   void* host = nullptr;
   CUDA_CHECK(rank, HarnessError,
              cudaHostAlloc(&host, sizeof(PressureControl), cudaHostAllocMapped));
@@ -28,7 +43,6 @@ SmPressure::SmPressure(int device, int rank, double spin_timeout_s)
   void* dev = nullptr;
   CUDA_CHECK(rank, HarnessError, cudaHostGetDevicePointer(&dev, host, 0));
   dev_ = static_cast<PressureControl*>(dev);
-  words_.ensure(2 * sizeof(uint32_t), rank);
 }
 
 SmPressure::~SmPressure() {
@@ -64,8 +78,10 @@ std::string SmPressure::start(int percent) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   resident = 0;
   for (int i = 0; i < blocks; ++i) resident += host_->resident[i];
-  return fmt::format("pressure {}%: {} of {} blocks of {} threads resident ({} SMs of {})",
-                     percent, resident, blocks, kPressureThreads, sms, rank_sms_);
+  return fmt::format(
+      "pressure {}%: {} of {} blocks of {} threads resident ({} SMs of the {} this rank holds at "
+      "once; the device has {})",
+      percent, resident, blocks, kPressureThreads, sms, rank_sms_, device_sms_);
 }
 
 void SmPressure::stop() {

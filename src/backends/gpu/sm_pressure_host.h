@@ -21,9 +21,11 @@ class SmPressure {
   SmPressure(const SmPressure&) = delete;
   SmPressure& operator=(const SmPressure&) = delete;
 
-  // The SMs this rank may use: the device's count, which under MPS with an
-  // active thread percentage is already the client's share.
+  // The SMs this rank may use, measured once at construction (a probe grid of
+  // 1024-thread blocks: how many are resident at once, two per SM); under
+  // MPS with an active thread percentage, the client's share.
   int rank_sms() const { return rank_sms_; }
+  int device_sms() const { return device_sms_; }
   // Launches ceil(percent% of rank_sms) * 2 blocks of 1024 threads and waits
   // up to 200 ms for them to be resident; blocks placed later leave at once.
   // Returns one line: what was asked for and what became resident.
@@ -34,11 +36,12 @@ class SmPressure {
  private:
   int rank_;
   int rank_sms_ = 0;
+  int device_sms_ = 0;
   uint64_t max_ns_;
   Stream stream_;
   PressureControl* host_ = nullptr;  // mapped pinned
   PressureControl* dev_ = nullptr;   // its device alias
-  DeviceBuffer words_;               // relay + poller claim
+  DeviceBuffer words_;               // relay + poller claim (the probe's three words first)
   bool running_ = false;
 };
 
