@@ -1,6 +1,6 @@
 // The SM-pressure kernel (see sm_pressure.h). Only residency matters: once a
-// block is admitted its threads wait at a barrier (holding their SM's thread
-// slots) while thread 0 polls, so it takes no issue bandwidth from the op.
+// block is admitted its threads sleep between barriers (holding their SM's
+// thread slots) while thread 0 polls, so it takes little issue bandwidth.
 #include "sm_pressure.h"
 
 namespace dcp {
@@ -14,33 +14,40 @@ __device__ __forceinline__ uint64_t now_ns() {
 
 __global__ void __launch_bounds__(kPressureThreads)
     sm_pressure_kernel(PressureControl* ctl, uint32_t* device_words, uint64_t max_ns) {
-  if (threadIdx.x != 0) {
-    __syncthreads();
-    return;
-  }
-  // Placed after the host stopped waiting (the SM was busy): leave at once, so
-  // the pressure never grows past what was measured.
-  if (ctl->closed == 0u) {
-    ctl->resident[blockIdx.x] = 1;
-    __threadfence_system();
-    const uint64_t start = now_ns();
-    volatile uint32_t* relay = device_words;
-    // The first admitted block polls the host page; the others poll the relay.
-    const bool poller = atomicCAS(device_words + 1, 0u, 1u) == 0u;
-    while (now_ns() - start < max_ns) {
-      if (poller) {
-        if (ctl->stop != 0u) {
-          *relay = 1u;
-          break;
-        }
-        __nanosleep(10000);
-      } else {
-        if (*relay != 0u) break;
-        __nanosleep(5000);
-      }
+  // Every thread stays to the end: a warp that exits gives its slots back
+  // (a divergent __syncthreads would let all but thread 0's warp go).
+  __shared__ int admitted, done;
+  if (threadIdx.x == 0) {
+    // Placed after the host stopped waiting (the SM was busy): leave at once,
+    // so the pressure never grows past what was measured.
+    admitted = ctl->closed == 0u ? 1 : 0;
+    done = 0;
+    if (admitted) {
+      ctl->resident[blockIdx.x] = 1;
+      __threadfence_system();
     }
   }
   __syncthreads();
+  if (!admitted) return;
+  const uint64_t start = now_ns();
+  volatile uint32_t* relay = device_words;
+  // The first admitted block polls the host page; the others poll the relay.
+  const bool poller = threadIdx.x == 0 && atomicCAS(device_words + 1, 0u, 1u) == 0u;
+  while (true) {
+    if (threadIdx.x == 0) {
+      if (now_ns() - start >= max_ns) {
+        done = 1;
+      } else if (poller) {
+        if (ctl->stop != 0u) *relay = 1u, done = 1;
+      } else if (*relay != 0u) {
+        done = 1;
+      }
+    }
+    __syncthreads();
+    if (done) break;
+    __nanosleep(poller ? 10000 : 5000);
+    __syncthreads();  // no thread reads `done` while thread 0 may write it
+  }
 }
 
 // words: [0] arrived, [1] most live at once, [2] live now.

@@ -4,6 +4,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <algorithm>
 #include <csignal>
 #include <cstring>
@@ -421,6 +422,11 @@ nlohmann::json Worker::run_bench(const nlohmann::json& request) {
 }  // namespace
 
 int worker_main(int argc, char** argv) {
+  // Before any CUDA call. Lazy loading makes a kernel's first launch wait for
+  // every kernel running in the context (a pressure kernel, the other slot's
+  // spinning kernel): load every module when the context is made, unless the
+  // user chose a mode.
+  setenv("CUDA_MODULE_LOADING", "EAGER", /*overwrite=*/0);
   // Ctrl-C reaches the whole foreground process group; only the supervisor acts
   // on it (it tears the workers down itself). Dying with the supervisor is
   // requested before exec; asking again here is harmless.
