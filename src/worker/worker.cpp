@@ -4,9 +4,9 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
