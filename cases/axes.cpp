@@ -659,8 +659,8 @@ std::vector<AxisDesc> make_table() {
          if (j.contains("producer")) json_get_name<&Case::producer>("producer", kProducers)(j, c);
        },
        .label = label_of<&Case::producer>},
-      // SM pressure: only the sm-pressure family sets it in suites; random
-      // eager and pipelined cases draw it at 4%. JSON only when set.
+      // SM pressure: only the `pressure` suite sets it (not drawn by random
+      // scenarios yet: docs/DESIGN.md, "SM pressure"). JSON only when set.
       {.name = "pressure",
        .token = [](const Case& c) {
          return c.pressure > 0 ? fmt::format("press{}", c.pressure) : std::string();
@@ -672,11 +672,6 @@ std::vector<AxisDesc> make_table() {
          c.pressure = *v;
          t.next();
          return std::string();
-       },
-       .draw = [](Rng& r, Case& c, const RandomContext&) {
-         if (pressure_allowed(c.mode) && r.chance(0.04)) {
-           c.pressure = kPressureLevels[r.below(static_cast<int>(std::size(kPressureLevels)))];
-         }
        },
        .shrink = shrink_to_default<&Case::pressure>,
        .measure = off_default<&Case::pressure>,

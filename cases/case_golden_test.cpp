@@ -101,29 +101,32 @@ const std::vector<Golden> kSuiteGolden = {
     {"smoke/w2", "48 2a9b69a9428148cd 62bb217a4cdbec95"},
     {"smoke/w4", "60 a9493bf3095d20c6 dd1ea2d32846a97c"},
     {"smoke/w8", "72 547c035542b11f56 228e5f4479f8ead8"},
-    {"default/w2", "840 86fc60f92ef535a2 0823626596f171c5"},
-    {"default/w4", "1696 31e9e2fd1b748381 a614b895ac566c56"},
-    {"default/w8", "2536 395e549267bbaea1 04d09b733d1609cc"},
-    {"full/w2", "84564 e73f328117bd743e e3f57ad45f9845b1"},
-    {"full/w4", "169128 bacd54639d4ed40f 4a58198912e93d0a"},
-    {"full/w8", "253692 81f775f192a46d2d c81e5d4a6fb01a68"},
+    {"default/w2", "804 86870fb7119d92b1 1318fd77c87e9250"},
+    {"default/w4", "1624 f4a2955e7bde7e25 793e2b9d150c012f"},
+    {"default/w8", "2428 a0748253d8b9fac9 80c81b8cfdbfbc41"},
+    {"full/w2", "84546 9081cf84f6226929 afb92dce53f6f3e3"},
+    {"full/w4", "169092 f3915ecad7c1ea76 c49491b319f72afd"},
+    {"full/w8", "253638 a4aea9234f044600 240237ccfdd03134"},
     {"upstream/w2", "96 b35b360fd5ce87a1 95ba1871c9420829"},
     {"upstream/w4", "192 970a36cb456b5735 f380d0003f3b4159"},
     {"upstream/w8", "288 dfefd91adc967c7d e847e7da96bebd41"},
+    {"pressure/w2", "36 cf3e4b1c876145ba 4e5867ca28df42ac"},
+    {"pressure/w4", "72 b0aeb902ad397d03 e7ac13d54fe06c70"},
+    {"pressure/w8", "108 50cf9d0056643285 8b55b05505c58188"},
 };
 
 const std::vector<Golden> kRandomGolden = {
-    {"random/w2", "9600 8ac68715a39eb2d1 f69f8fba6c5658e1"},
-    {"random/w3", "9600 7dc852844f4564ad 499734d659af0241"},
-    {"random/w4", "9600 2a69426014c5bd8b beccdf6f667ab119"},
-    {"random/w6", "9600 2faf74b8bdf15b4e a976c0eeca04afce"},
-    {"random/w8", "9600 d178640e73f60c2f 2c2d554a937563a9"},
+    {"random/w2", "9600 47275e8440b7da71 f69f8fba6c5658e1"},
+    {"random/w3", "9600 5868f02f20eb8397 499734d659af0241"},
+    {"random/w4", "9600 2998e1420c13e8cf beccdf6f667ab119"},
+    {"random/w6", "9600 f8e884e3b810b673 a976c0eeca04afce"},
+    {"random/w8", "9600 890ed6b73a22bf1a 2c2d554a937563a9"},
 };
 
 const std::vector<Golden> kShrinkGolden = {
-    {"shrink/random", "16119 b7ddb19901c365e0 a0493574ae3ceae5"},
-    {"shrink/suites", "2363 0561aa165660dbdd a62272a5d2102a32"},
-    {"shrink/chains", "7670 85c6b37c87302630 85ec790b9c6ea5d6"},
+    {"shrink/random", "16076 fb7233ad9bd2e8cd c199f9c85f023477"},
+    {"shrink/suites", "2291 a33eecbc158b9d99 c28054fd25437d91"},
+    {"shrink/chains", "7671 1a6f4f116dfbac4b 910b6861b65d68f9"},
 };
 
 TEST_CASE("golden: every case of every suite keeps its id and fields") {

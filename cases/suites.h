@@ -17,7 +17,7 @@ struct SuiteOptions {
   uint64_t base_seed = 0;  // mixed into every case seed (--seed)
 };
 
-const std::vector<std::string>& suite_names();  // smoke, default, full, upstream
+const std::vector<std::string>& suite_names();  // smoke, default, full, upstream, pressure
 // Throws std::invalid_argument for an unknown suite.
 std::vector<Case> build_suite(std::string_view suite, const SuiteOptions& opts);
 std::vector<int> dcp_sizes_for_world(int world);  // e.g. 4 -> {4, 2}

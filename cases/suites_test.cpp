@@ -160,8 +160,7 @@ TEST_CASE("suite sizes and determinism") {
       CHECK(a == build_suite("default", opts));
       MESSAGE("default world " << world << " " << std::string(geo) << ": " << a.size() << " cases");
       // Seconds on one GPU (about 20 ms per case at world 4 with MPS): the
-      // pairwise rows plus the families (capacity, producer, graph-set, sm-pressure) per
-      // group size.
+      // pairwise rows plus the families (capacity, producer, graph-set) per group size.
       CHECK(a.size() <= 240);
       std::set<std::string> ids;
       for (const Case& c : a) ids.insert(format_case_id(c));
@@ -215,12 +214,15 @@ TEST_CASE("default holds the producer cases: slow and PDL, T <= 2, eager, pipeli
   CHECK(slow + pdl < 200);
 }
 
-TEST_CASE("default holds the sm-pressure family: two slots in flight at 90% and 50%, every group size") {
+TEST_CASE("the pressure suite: two slots in flight at 90% and 50%, every group size") {
   for (int world : {2, 4, 8}) {
     const Geometry g = *find_geometry("kimi");
     std::set<std::string> shapes;
-    for (const Case& c : build_suite("default", {world, g, 0})) {
-      if (c.pressure == 0) continue;
+    for (const std::string suite : {"smoke", "default", "upstream"}) {
+      for (const Case& c : build_suite(suite, {world, g, 0})) CHECK(c.pressure == 0);
+    }
+    for (const Case& c : build_suite("pressure", {world, g, 0})) {
+      CHECK(c.pressure > 0);
       CHECK(pressure_allowed(c.mode));
       CHECK(c.num_slots == 2);
       shapes.insert(fmt::format("{}/{}/{}", c.dcp_size, c.pressure, to_string(c.mode)));
@@ -303,7 +305,7 @@ TEST_CASE("smoke, full and dcp sizes") {
   // tiny: 6 token counts; plus the capacity family (2 cases per group size),
   // the producer cases (5 per group size) and the graph-set family (T 32 and
   // 17, one and two slots).
-  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2 + 2 + 5 + 4 + 3);
+  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2 + 2 + 5 + 4);
   CHECK_THROWS_AS(build_suite("nope", {2, *find_geometry("tiny"), 0}), std::invalid_argument);
 }
 

@@ -125,19 +125,16 @@ step_families() {
 step_pressure() {
   local w args log
   step_ctest gpu_pressure -R '^gpu_pressure$'
-  run_expect "pressure w2" 0 --world 2 --filter press -v
-  run_expect "pressure w2 mps" 0 --world 2 --mps on --filter press -v
-  run_expect "pressure w4 kimi mps" 0 --world 4 --geometry kimi --mps on --filter press -v
-  for w in 2 4; do
-    args=(--world "$w" --mps on --fast --no-upstream --timeout 3)
-    [[ $w -eq 4 ]] && args+=(--geometry kimi)
-    run_expect "w$w spinning-combine-blocks by press" 0 selftest "${args[@]}" \
-      --mutants spinning-combine-blocks --filter press
-    run_expect "w$w spinning-combine-blocks without" 1 selftest "${args[@]}" \
-      --mutants spinning-combine-blocks --filter '^((?!press).)*$'
-  done
+  run_expect "pressure w2 mps" 0 --world 2 --mps on --suite pressure --timeout 3 -v
+  run_expect "pressure w4 kimi mps" 0 --world 4 --geometry kimi --mps on --suite pressure \
+    --timeout 3 -v
+  args=(--world 2 --mps on --fast --no-upstream --timeout 3)
+  run_expect "w2 spinning-combine-blocks by pressure" 0 selftest "${args[@]}" \
+    --mutants spinning-combine-blocks --suite pressure
+  run_expect "w2 spinning-combine-blocks by default" 1 selftest "${args[@]}" \
+    --mutants spinning-combine-blocks
   run_expect "w2 mps spinning-combine hang" 1 --world 2 --mps on --timeout 3 \
-    --mutant spinning-combine-blocks --filter press90
+    --mutant spinning-combine-blocks --suite pressure --filter press90
   log="$OUT/w2_mps_spinning-combine_hang.log"
   grep -m3 -E 'never started|forward-progress' "$log"
   grep -q 'never started' "$log" && grep -q 'forward-progress deadlock' "$log"

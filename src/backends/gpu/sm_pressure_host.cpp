@@ -14,9 +14,10 @@ namespace dcp {
 
 SmPressure::SmPressure(int device, int rank, double spin_timeout_s)
     : rank_(rank),
-      // Outlives any batch the deadline lets finish; ends by itself if the
-      // host never stops it.
-      max_ns_(static_cast<uint64_t>(std::max(1.0, 2 * spin_timeout_s) * 1e9)) {
+      // Past the op's spin bound (so a kernel starved under pressure traps
+      // first) and inside the host deadline (spin bound + 4 s grace); ends by
+      // itself if the host never stops it.
+      max_ns_(static_cast<uint64_t>((spin_timeout_s + 2.0) * 1e9)) {
   int device_sms = 0;
   CUDA_CHECK(rank, HarnessError,
              cudaDeviceGetAttribute(&device_sms, cudaDevAttrMultiProcessorCount, device));
