@@ -51,6 +51,9 @@ struct GpuMutantInfo {
   // The case family (cases/families.h) that exists to catch it, or "" when
   // the suites' ordinary axes do.
   std::string_view family = "";
+  // The suite that holds the family's cases when the default suites do not
+  // ("" : they do); selftest with another suite reports it not catchable there.
+  std::string_view suite = "";
 };
 
 inline constexpr GpuMutantInfo kGpuMutants[] = {
@@ -143,7 +146,7 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "two slots in flight and most of the rank's SMs taken by other work, the spinning blocks "
      "fill what is left and the dispatch a peer waits for never starts: both ranks hang (only "
      "the SM-pressure cases reach it; ranks sharing a GPU need MPS for their partitions)",
-     true, "", /*needs_concurrent_ranks=*/true, 2, "sm-pressure"},
+     true, "", /*needs_concurrent_ranks=*/true, 2, "sm-pressure", "pressure"},
 };
 
 inline const GpuMutantInfo* find_gpu_mutant(int id) {

@@ -232,7 +232,8 @@ std::vector<MutantInfo> mutants_for(const SessionConfig& config) {
   for (const auto& m : kGpuMutants) {
     out.push_back({m.id, std::string(m.name), std::string(m.kind), std::string(m.description),
                    m.catchable_on_shared_gpu, std::string(m.uncatchable_reason),
-                   m.needs_concurrent_ranks, m.min_sources, std::string(m.family)});
+                   m.needs_concurrent_ranks, m.min_sources, std::string(m.family),
+                   std::string(m.suite)});
   }
   return out;
 }
@@ -250,6 +251,16 @@ std::string why_not_catchable_here(const MutantInfo& m, const EnvironmentInfo& e
     return fmt::format("it needs a DCP group of {} or more ranks (with fewer sources its mistake "
                        "changes no output); use --world {} or more",
                        m.min_sources, m.min_sources);
+  }
+  return "";
+}
+
+std::string why_not_catchable_in(const MutantInfo& m, const EnvironmentInfo& env,
+                                 const std::string& suite) {
+  if (std::string why = why_not_catchable_here(m, env); !why.empty()) return why;
+  if (!m.suite.empty() && m.suite != suite) {
+    return fmt::format("its {} cases are in --suite {}, not in suite {}", m.family, m.suite,
+                       suite);
   }
   return "";
 }
@@ -402,7 +413,7 @@ void run_selftest(const SelftestPlan& plan, const SessionFactory& factory, Selft
       }
     }
     report.mutants.push_back(
-        judge(m, why_not_catchable_here(m, env), std::move(strict), std::move(upstream)));
+        judge(m, why_not_catchable_in(m, env, plan.suite), std::move(strict), std::move(upstream)));
     say(summary_line(i + 1, plan.mutants.size(), report.mutants.back()));
   }
   finish(report, 0);

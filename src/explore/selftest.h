@@ -42,6 +42,7 @@ struct MutantInfo {
   bool needs_concurrent_ranks = false;  // ranks sharing a GPU must run at once (MPS)
   int min_sources = 2;                  // the smallest DCP group that can expose it
   std::string family;                   // the case family that exists to catch it ("" none)
+  std::string suite;  // the suite holding that family when the default suites do not ("" none)
 };
 
 // The mutants of the session's kernel, in table order (ids > 0): the host
@@ -55,6 +56,10 @@ std::vector<MutantInfo> mutants_for(const SessionConfig& config);
 // reordering), some need ranks that run at once (MPS or distinct GPUs), some a
 // DCP group of at least min_sources ranks (world = env.rank_gpu.size()).
 std::string why_not_catchable_here(const MutantInfo& m, const EnvironmentInfo& env);
+// The same for a self-test of `suite`: also not catchable when the mutant's
+// family lives in another suite (MutantInfo::suite).
+std::string why_not_catchable_in(const MutantInfo& m, const EnvironmentInfo& env,
+                                 const std::string& suite);
 inline bool mutant_catchable_here(const MutantInfo& m, const EnvironmentInfo& env) {
   return why_not_catchable_here(m, env).empty();
 }

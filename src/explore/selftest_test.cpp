@@ -377,6 +377,18 @@ TEST_CASE("select_mutants picks by name or id and rejects unknown names") {
   CHECK_THROWS_AS(select_mutants(all, ","), UsageError);
 }
 
+TEST_CASE("a mutant whose family lives in another suite is not catchable in the default one") {
+  MutantInfo m = mutant(1, "spinning");
+  m.family = "sm-pressure";
+  m.suite = "pressure";
+  EnvironmentInfo env;
+  CHECK(why_not_catchable_in(m, env, "default") ==
+        "its sm-pressure cases are in --suite pressure, not in suite default");
+  CHECK(why_not_catchable_in(m, env, "pressure").empty());
+  m.suite.clear();
+  CHECK(why_not_catchable_in(m, env, "default").empty());
+}
+
 TEST_CASE("the mutant tables: ids > 0, unique names, reasons for every uncatchable one") {
   for (BackendKind backend : {BackendKind::kGpu, BackendKind::kHost}) {
     SessionConfig config;
