@@ -154,6 +154,21 @@ std::vector<Case> capacity_cases(const SuiteOptions& opts, const Geometry& g) {
   return cases;
 }
 
+// A family's case: group size w, T clipped to the workspace, the mode and its
+// call count, slots and empty pattern; every other axis at its default.
+Case family_case(const Geometry& g, int w, int tokens, ExecMode mode, int calls, int slots,
+                 EmptyPattern e) {
+  Case c;
+  c.geometry = g;
+  c.dcp_size = w;
+  c.num_tokens = std::min(tokens, g.max_tokens);
+  c.mode = mode;
+  c.num_calls = calls;
+  c.num_slots = slots;
+  c.empty = e;
+  return c;
+}
+
 // The producer families (KERNELS.md failure mode 4, worst at T = 1-2 under
 // graphs): per group size, the slow producer eager and graph-replayed, and
 // with PDL eager, pipelined on two slots, and graph-replayed on two slots with
@@ -162,15 +177,8 @@ std::vector<Case> producer_cases(const SuiteOptions& opts, const Geometry& g) {
   std::vector<Case> cases;
   auto add = [&](int w, Producer p, int tokens, ExecMode mode, int calls, int slots,
                  EmptyPattern e) {
-    Case c;
-    c.geometry = g;
-    c.dcp_size = w;
+    Case c = family_case(g, w, tokens, mode, calls, slots, e);
     c.producer = p;
-    c.num_tokens = std::min(tokens, g.max_tokens);
-    c.mode = mode;
-    c.num_calls = calls;
-    c.num_slots = slots;
-    c.empty = e;
     cases.push_back(c);
   };
   for (int w : dcp_sizes_for_world(opts.world)) {
@@ -217,16 +225,9 @@ std::vector<Case> pressure_cases(const SuiteOptions& opts, const Geometry& g) {
   std::vector<Case> cases;
   auto add = [&](int w, int pressure, int tokens, ExecMode mode, int calls, bool skew,
                  EmptyPattern e) {
-    Case c;
-    c.geometry = g;
-    c.dcp_size = w;
+    Case c = family_case(g, w, tokens, mode, calls, /*slots=*/2, e);
     c.pressure = pressure;
-    c.num_tokens = std::min(tokens, g.max_tokens);
-    c.mode = mode;
-    c.num_calls = calls;
-    c.num_slots = 2;
     c.skew = skew;
-    c.empty = e;
     if (std::find(cases.begin(), cases.end(), c) == cases.end()) cases.push_back(c);
   };
   for (int w : dcp_sizes_for_world(opts.world)) {
