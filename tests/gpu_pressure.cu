@@ -1,12 +1,15 @@
 // gpu_pressure: the SM-pressure kernel takes the SMs it says it takes. A probe
 // grid of 1024-thread blocks, each staying 2 ms, finds how many of its blocks
 // are resident at once: all of them on an idle GPU, at most the SMs left free
-// (two blocks each) under 90% pressure, and all again after stop(); under MPS
+// (two blocks each) under 90% pressure, and all again after stop(); a kernel
+// with a stack frame completes under pressure once local memory is kept
+// sized (keep_local_memory); under MPS
 // the share the context holds bounds all three. Exit 77
 // (skipped, by name) without a GPU.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
 
@@ -36,6 +39,21 @@ __global__ void __launch_bounds__(1024) probe(unsigned* words, unsigned long lon
   __syncthreads();
 }
 
+// A kernel with a stack frame (the printf it never reaches), like a bounded
+// wait's trap line: its launch may have to size local memory.
+__global__ void stack_probe(int* out, int loud) {
+  if (loud != 0) printf("stack probe %d\n", loud);
+  if (threadIdx.x == 0) *out = 1;
+}
+
+// Seconds until a stack_probe on `s` completes.
+double stack_probe_seconds(int* out, cudaStream_t s) {
+  const auto start = std::chrono::steady_clock::now();
+  stack_probe<<<1, 32, 0, s>>>(out, 0);
+  if (cudaStreamSynchronize(s) != cudaSuccess) return -1;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 int most_resident(unsigned* words, cudaStream_t s) {
   unsigned host[2] = {0, 0};
   if (cudaMemsetAsync(words, 0, sizeof host, s) != cudaSuccess) return -1;
@@ -61,7 +79,7 @@ int main() {
     failures += ok ? 0 : 1;
   };
   try {
-    dcp::SmPressure pressure(0, 0, 10.0);
+    dcp::SmPressure pressure(0, 0, 1.0);  // bound 3 s
     const int sms = pressure.rank_sms();
     cudaStream_t s = nullptr;
     unsigned* words = nullptr;
@@ -85,7 +103,26 @@ int main() {
     check(under >= 1 && under <= 2 * free_sms,
           "under 90% pressure: " + std::to_string(under) + " probe blocks at once (at most " +
               std::to_string(2 * free_sms) + ": two per free SM)");
+    // Local memory: without keep_local_memory() a kernel with a stack frame
+    // launched under pressure may wait for the pressure kernel (its bound is
+    // 3 s here); with it, it must not.
+    int* out = nullptr;
+    if (cudaMalloc(&out, sizeof(int)) != cudaSuccess) {
+      std::printf("gpu_pressure: FAIL: cannot allocate\n");
+      return 1;
+    }
+    std::printf("     note: a kernel with a stack frame under pressure, before "
+                "keep_local_memory(): %.3f s\n",
+                stack_probe_seconds(out, s));
     pressure.stop();
+    dcp::keep_local_memory(0);
+    std::printf("     %s\n", pressure.start(90).c_str());
+    const double with_kept = stack_probe_seconds(out, s);
+    check(with_kept >= 0 && with_kept < 0.5,
+          "a kernel with a stack frame under pressure, local memory kept: " +
+              std::to_string(with_kept) + " s (the pressure's bound is 3 s)");
+    pressure.stop();
+    cudaFree(out);
     const int after = most_resident(words, s);
     check(after == fits, "after stop(): " + std::to_string(after) + " at once again");
     check(!pressure.running(), "stop() ended the pressure kernel");

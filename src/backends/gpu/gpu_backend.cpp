@@ -113,36 +113,6 @@ struct SlotGraph {
 // A graph set needs at most 3 per slot ({1, 8, T}); one spare.
 constexpr int kGraphsPerSlot = 4;
 
-// Local memory, once sized, is kept (cudaDeviceLmemResizeToMax). Without the
-// flag CUDA shrinks it after a launch that grew it, so the next launch of a
-// kernel with a stack frame (any that may printf, like a bounded wait's trap
-// line) grows it again, and a resize waits for every running kernel: a
-// pressure kernel, or the other slot's spinning wait. Best effort: a context
-// made earlier may refuse new flags (then it is logged and left as is). Not
-// yet run on a GPU: the suspected cause of the pressure serialisation
-// (docs/DESIGN.md, "SM pressure").
-void keep_local_memory(int rank) {
-  unsigned int flags = 0;
-  if (cudaGetDeviceFlags(&flags) != cudaSuccess) {
-    cudaGetLastError();
-    return;
-  }
-  if ((flags & cudaDeviceLmemResizeToMax) == 0) {
-    const cudaError_t err = cudaSetDeviceFlags(flags | cudaDeviceLmemResizeToMax);
-    if (err != cudaSuccess) {
-      spdlog::debug("rank {}: cannot keep local memory sized ({})", rank, cuda_error_text(err));
-      cudaGetLastError();  // not sticky
-    }
-  }
-  // Size it now, while nothing runs, for the stack limit (1 KiB per thread by
-  // default): a later kernel within the limit needs no resize.
-  size_t stack = 0;
-  if (cudaDeviceGetLimit(&stack, cudaLimitStackSize) == cudaSuccess) {
-    cudaDeviceSetLimit(cudaLimitStackSize, stack);
-  }
-  cudaGetLastError();
-}
-
 class GpuBackend final : public RankBackend {
  public:
   GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous);

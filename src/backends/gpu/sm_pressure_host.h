@@ -14,6 +14,12 @@
 
 namespace dcp {
 
+// Keeps local memory once sized (cudaDeviceLmemResizeToMax) and sizes it for
+// the stack limit now, so no later launch of a kernel with a stack frame has
+// to resize it (a resize waits for every running kernel). Best effort; call
+// on the current device while nothing runs. Comments in the .cpp.
+void keep_local_memory(int rank);
+
 class SmPressure {
  public:
   SmPressure(int device, int rank, double spin_timeout_s);
