@@ -446,6 +446,15 @@ std::vector<const WaitStatus*> Session::Impl::status_entries() const {
   return entries;
 }
 
+std::vector<std::string> Session::Impl::diagnose_current_waits(const Case& c) const {
+  std::vector<bool> moved_on;
+  for (const WorkerState& w : workers) {
+    moved_on.push_back(w.result.has_value() && w.started_index > current_case_index);
+  }
+  return diagnose_waits(status_entries(), c.dcp_size, config.kernel.has(DCP_CAP_LAUNCH_RECORD),
+                        &moved_on);
+}
+
 void Session::Impl::unlink_shared_memory() noexcept {
   try {
     for (const std::string& name : host_segment_names(run_id, config.world))

@@ -87,7 +87,7 @@ std::string waits_text(const std::vector<std::string>& waits) {
 CaseResult Session::Impl::finish_failed_case(CaseResult r, const Case& c, const CaseFailure& f) {
   // The board first: killing does not change it, but the diagnosis must be what
   // the ranks published while stuck.
-  const std::vector<std::string> waits = diagnose_waits(status_entries(), c.dcp_size, config.kernel.has(DCP_CAP_LAUNCH_RECORD));
+  const std::vector<std::string> waits = diagnose_current_waits(c);
   kill_workers();
   for (WorkerState& w : workers) {
     if (w.result) {
@@ -137,7 +137,7 @@ CaseResult Session::Impl::finish_case(CaseResult r, const Case& c) {
   }
   if (!errors.empty()) {
     // The workspace state is unknown after a fault: no later case may trust it.
-    const std::vector<std::string> waits = diagnose_waits(status_entries(), c.dcp_size, config.kernel.has(DCP_CAP_LAUNCH_RECORD));
+    const std::vector<std::string> waits = diagnose_current_waits(c);
     kill_workers();
     r.status = CaseStatus::kError;
     r.failure = case_failure(r.ranks);

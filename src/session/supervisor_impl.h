@@ -86,6 +86,10 @@ struct Session::Impl {
   void poll_workers(int timeout_ms);
   void kill_workers() noexcept;
   std::vector<const WaitStatus*> status_entries() const;
+  // The board's waits for case `c` (the current one): ranks that already sent
+  // its result and began a case sent ahead are left out (their waits are that
+  // case's).
+  std::vector<std::string> diagnose_current_waits(const Case& c) const;
   bool in_kernel(int rank) const;
   void drain_exited_workers();  // the rank's worker is inside a kernel (plugin) function
 

@@ -119,13 +119,15 @@ std::string format_wait(const WaitStatus& s, int rank, int source_global_rank) {
 }
 
 std::vector<std::string> diagnose_waits(const std::vector<const WaitStatus*>& entries,
-                                        int dcp_size, bool launch_record) {
+                                        int dcp_size, bool launch_record,
+                                        const std::vector<bool>* moved_on) {
   std::vector<std::string> lines;
   const int world = static_cast<int>(entries.size());
   int waiting = 0, never_started = 0;
   for (int r = 0; r < world; ++r) {
     const WaitStatus& s = *entries[r];
     if (!s.waiting) continue;
+    if (moved_on != nullptr && r < static_cast<int>(moved_on->size()) && (*moved_on)[r]) continue;
     ++waiting;
     const int group_base = dcp_size > 0 ? r / dcp_size * dcp_size : 0;
     const int src = group_base + static_cast<int>(s.wait_source);

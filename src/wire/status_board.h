@@ -60,7 +60,10 @@ std::string format_wait(const WaitStatus& s, int rank, int source_global_rank);
 // the awaited dispatch never started, and what its rank spins on instead; when
 // that holds for every waiting rank, a last line names the forward-progress
 // deadlock.
+// `moved_on[r]` (when given): rank r finished this case and began a later one
+// (sent ahead), so its wait belongs to that case and is left out.
 std::vector<std::string> diagnose_waits(const std::vector<const WaitStatus*>& entries,
-                                        int dcp_size, bool launch_record = false);
+                                        int dcp_size, bool launch_record = false,
+                                        const std::vector<bool>* moved_on = nullptr);
 
 }  // namespace dcp

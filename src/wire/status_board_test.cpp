@@ -129,5 +129,25 @@ TEST_CASE("diagnose_waits with a launch record names dispatches that never start
   CHECK(lines[0].find("never started (last started 4294967295)") != std::string::npos);
 }
 
+TEST_CASE("diagnose_waits leaves out the waits of ranks that moved on to a later case") {
+  WaitStatus st[2] = {};
+  st[0].waiting = 1;
+  st[0].wait_source = 1;
+  st[0].wait_epoch = 7;
+  st[1].waiting = 1;  // rank 1 finished this case and waits in the next one
+  st[1].wait_source = 0;
+  st[1].wait_epoch = 9;
+  const std::vector<const WaitStatus*> entries = {&st[0], &st[1]};
+  const std::vector<bool> moved_on = {false, true};
+  auto lines = diagnose_waits(entries, 2, false, &moved_on);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].rfind("rank 0 waits for rank 1 ", 0) == 0);
+  CHECK(diagnose_waits(entries, 2, false).size() == 2);
+  const std::vector<bool> both = {true, true};
+  lines = diagnose_waits(entries, 2, false, &both);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0] == "no rank was waiting on a flag");
+}
+
 }  // namespace
 }  // namespace dcp
