@@ -41,7 +41,7 @@ const std::vector<CaseFamily>& case_families() {
        }},
       {"sm-pressure",
        "two slots in flight while a co-running kernel holds 50% or 90% of the SMs the rank may "
-       "use (GPU only)",
+       "use (GPU only; --suite pressure, not yet in default)",
        "spinning blocks that fill the SMs left, so the dispatch a peer waits for never starts "
        "(spinning-combine-blocks)",
        [](const Case& c) { return c.pressure > 0; }},
