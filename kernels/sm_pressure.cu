@@ -12,7 +12,7 @@ __device__ __forceinline__ uint64_t now_ns() {
   return t;
 }
 
-__global__ void __launch_bounds__(kPressureThreads)
+__global__ void __launch_bounds__(kPressureThreads, 2)  // two per SM: <= 32 registers
     sm_pressure_kernel(PressureControl* ctl, uint32_t* device_words, uint64_t max_ns) {
   // Every thread stays to the end: a warp that exits gives its slots back
   // (a divergent __syncthreads would let all but thread 0's warp go).

@@ -139,11 +139,13 @@ std::vector<std::string> diagnose_waits(const std::vector<const WaitStatus*>& en
       // Wraparound-safe: the awaited epoch is ahead of the last one started.
       const uint32_t started = peer.last_started_epoch[s.wait_slot];
       if (launch_record && static_cast<int32_t>(s.wait_epoch - started) > 0) {
-        ++never_started;
         line += fmt::format("; rank {}'s slot {} dispatch of epoch {} never started (last started {})",
                             src, s.wait_slot, s.wait_epoch, started);
         if (peer.waiting && peer.wait_slot != s.wait_slot) {
+          ++never_started;  // held up while its rank spins elsewhere: part of a cycle
           line += fmt::format(" while rank {} spins on slot {}", src, peer.wait_slot);
+        } else if (!peer.waiting) {
+          line += fmt::format(" and rank {} is not spinning", src);
         }
       }
     }
@@ -151,11 +153,13 @@ std::vector<std::string> diagnose_waits(const std::vector<const WaitStatus*>& en
     lines.push_back(std::move(line));
   }
   if (lines.empty()) lines.push_back("no rank was waiting on a flag");
+  // Only a cycle is named: every waiting rank awaits a dispatch that never
+  // started on a rank that itself spins on another slot.
   if (waiting > 0 && never_started == waiting) {
     lines.push_back(
-        "forward-progress deadlock: every awaited dispatch never started, queued behind "
-        "spinning blocks that hold the SMs it needs (a spinning kernel must not fill the SMs "
-        "its peers' progress depends on)");
+        "forward-progress deadlock: every awaited dispatch never started while its rank spins "
+        "on another slot, queued behind spinning blocks that hold the SMs it needs (a spinning "
+        "kernel must not fill the SMs its peers' progress depends on)");
   }
   return lines;
 }

@@ -57,9 +57,10 @@ std::string format_wait(const WaitStatus& s, int rank, int source_global_rank);
 // per waiting rank, "<format_wait>; rank 3 last signalled epoch 16", or a line
 // saying no rank was waiting on a flag. `entries[r]` is rank r's status. With
 // `launch_record` (the kernel writes last_started_epoch) a line also says when
-// the awaited dispatch never started, and what its rank spins on instead; when
-// that holds for every waiting rank, a last line names the forward-progress
-// deadlock.
+// the awaited dispatch never started, and what its rank spins on instead (or
+// that it is not spinning); when every waiting rank awaits a dispatch held up
+// on a rank spinning on another slot (a cycle), a last line names the
+// forward-progress deadlock.
 // `moved_on[r]` (when given): rank r finished this case and began a later one
 // (sent ahead), so its wait belongs to that case and is left out.
 std::vector<std::string> diagnose_waits(const std::vector<const WaitStatus*>& entries,

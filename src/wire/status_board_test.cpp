@@ -88,7 +88,7 @@ TEST_CASE("diagnose_waits maps group sources to global ranks and adds what the s
 
 TEST_CASE("diagnose_waits with a launch record names dispatches that never started") {
   WaitStatus st[2] = {};
-  // Rank 0 spins on slot 0 for rank 1's epoch 5; rank 1 started only epoch 4 there
+  // Rank 0 spins on slot 0 for rank 1's epoch 5; rank 1 started only epoch 3 there
   // and spins on slot 1 for rank 0's epoch 6, which rank 0 never started.
   st[0].waiting = 1;
   st[0].wait_source = 1;
@@ -127,6 +127,12 @@ TEST_CASE("diagnose_waits with a launch record names dispatches that never start
   st[1].last_started_epoch[0] = 0xFFFFFFFFu;
   lines = diagnose_waits(entries, 2, true);
   CHECK(lines[0].find("never started (last started 4294967295)") != std::string::npos);
+  // One-sided: rank 1 never started and is not spinning (no cycle): no deadlock line.
+  st[1].waiting = 0;
+  lines = diagnose_waits(entries, 2, true);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("never started (last started 4294967295) and rank 1 is not spinning") !=
+        std::string::npos);
 }
 
 TEST_CASE("diagnose_waits leaves out the waits of ranks that moved on to a later case") {

@@ -207,7 +207,6 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
             "geometry H={} D={} max_tokens={} is not supported (D must be a multiple of 8)",
             g.heads_per_rank, g.head_dim, g.max_tokens);
   CUDA_CHECK(rank, HarnessError, cudaSetDevice(cfg_.device));
-  keep_local_memory(rank);
   guard_ = guard_bytes_for(size_t{2} * g.heads_per_rank * g.head_dim);
   for (Stream& s : streams_) s.create(rank);
   init_status();
@@ -375,6 +374,13 @@ void GpuBackend::begin_case(const Case& c) {
     for (int slot = 0; slot < instance_->config().num_slots; ++slot) {
       instance_->set_epoch(slot, uint64_t{*c.epoch_start},
                            streams_[0].get());
+      // The record restarts with the epoch (quiescent: nothing writes it now),
+      // so "never started" compares against this case's epochs.
+      if (status_host_ != nullptr && slot < kMaxSlots) {
+        status_host_->last_started_epoch[slot] = *c.epoch_start;
+        status_host_->last_signalled_epoch[slot] = *c.epoch_start;
+        status_host_->last_completed_epoch[slot] = *c.epoch_start;
+      }
     }
   }
   sync_all();
@@ -693,6 +699,7 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
   DCP_CHECK(batch.mode != ExecMode::kMixed && batch.mode != ExecMode::kGraphSet, HarnessError,
             "a batch is never mixed or a graph set (plan_case splits them)");
   current_ = &c;
+  pressure_note_.clear();  // a message of this batch names only its own pressure
   const CallShape sh = shape_of(c, batch);
   const size_t n = batch.calls.size();
   if (staging_.size() < std::max<size_t>(n, 1)) staging_.resize(std::max<size_t>(n, 1));
@@ -864,6 +871,7 @@ std::vector<double> GpuBackend::bench(const Case& c, const Batch& batch, const B
   DCP_CHECK(!batch.calls.empty() && timing.repeats >= 1 && timing.replays >= 1, HarnessError,
             "bench needs at least one call, repeat and replay");
   current_ = &c;
+  pressure_note_.clear();  // a message of this batch names only its own pressure
   const CallShape sh = shape_of(c, batch);
   const size_t k = batch.calls.size();
   const cudaStream_t s = stream_for(0);

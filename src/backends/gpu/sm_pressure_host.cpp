@@ -1,7 +1,6 @@
 #include "sm_pressure_host.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <atomic>
@@ -12,36 +11,6 @@
 #include "errors.h"
 
 namespace dcp {
-
-// Local memory, once sized, is kept (cudaDeviceLmemResizeToMax). Without the
-// flag CUDA shrinks it after a launch that grew it, so the next launch of a
-// kernel with a stack frame (any that may printf, like a bounded wait's trap
-// line) grows it again, and a resize waits for every running kernel: a
-// pressure kernel, or the other slot's spinning wait. Best effort: a context
-// made earlier may refuse new flags (then it is logged and left as is). Not
-// yet run on a GPU: the suspected cause of the pressure serialisation
-// (docs/DESIGN.md, "SM pressure").
-void keep_local_memory(int rank) {
-  unsigned int flags = 0;
-  if (cudaGetDeviceFlags(&flags) != cudaSuccess) {
-    cudaGetLastError();
-    return;
-  }
-  if ((flags & cudaDeviceLmemResizeToMax) == 0) {
-    const cudaError_t err = cudaSetDeviceFlags(flags | cudaDeviceLmemResizeToMax);
-    if (err != cudaSuccess) {
-      spdlog::debug("rank {}: cannot keep local memory sized ({})", rank, cuda_error_text(err));
-      cudaGetLastError();  // not sticky
-    }
-  }
-  // Size it now, while nothing runs, for the stack limit (1 KiB per thread by
-  // default): a later kernel within the limit needs no resize.
-  size_t stack = 0;
-  if (cudaDeviceGetLimit(&stack, cudaLimitStackSize) == cudaSuccess) {
-    cudaDeviceSetLimit(cudaLimitStackSize, stack);
-  }
-  cudaGetLastError();
-}
 
 SmPressure::SmPressure(int device, int rank, double spin_timeout_s)
     : rank_(rank),
@@ -84,7 +53,12 @@ SmPressure::~SmPressure() {
 
 std::string SmPressure::start(int percent) {
   stop();
-  const int sms = std::clamp((rank_sms_ * percent + 99) / 100, 1, rank_sms_);
+  // At least one SM stays free: a pressure that took them all would only
+  // delay the op to its end, testing nothing.
+  if (rank_sms_ < 2) {
+    return fmt::format("pressure {}%: none (this rank holds {} SM at once)", percent, rank_sms_);
+  }
+  const int sms = std::clamp((rank_sms_ * percent + 99) / 100, 1, rank_sms_ - 1);
   const int blocks = std::min(2 * sms, kMaxPressureBlocks);
   std::memset(const_cast<uint8_t*>(host_->resident), 0, sizeof(host_->resident));
   host_->stop = 0;

@@ -14,12 +14,6 @@
 
 namespace dcp {
 
-// Keeps local memory once sized (cudaDeviceLmemResizeToMax) and sizes it for
-// the stack limit now, so no later launch of a kernel with a stack frame has
-// to resize it (a resize waits for every running kernel). Best effort; call
-// on the current device while nothing runs. Comments in the .cpp.
-void keep_local_memory(int rank);
-
 class SmPressure {
  public:
   SmPressure(int device, int rank, double spin_timeout_s);
@@ -32,7 +26,8 @@ class SmPressure {
   // MPS with an active thread percentage, the client's share.
   int rank_sms() const { return rank_sms_; }
   int device_sms() const { return device_sms_; }
-  // Launches ceil(percent% of rank_sms) * 2 blocks of 1024 threads and waits
+  // Launches min(ceil(percent% of rank_sms), rank_sms - 1) * 2 blocks of 1024
+  // threads (none when rank_sms < 2) and waits
   // up to 200 ms for them to be resident; blocks placed later leave at once.
   // Returns one line: what was asked for and what became resident.
   std::string start(int percent);
