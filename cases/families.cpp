@@ -40,7 +40,8 @@ const std::vector<CaseFamily>& case_families() {
          return c.mode == ExecMode::kGraphSet && graph_set_tokens(c).size() >= 2;
        }},
       {"sm-pressure",
-       "two slots in flight while a co-running kernel holds 50% or 90% of the SMs the rank may "
+       "two slots (in flight together when pipelined) while a co-running kernel holds 50% or 90% "
+       "of the SMs the rank may "
        "use (GPU only; --suite pressure, not yet in default)",
        "spinning blocks that fill the SMs left, so the dispatch a peer waits for never starts "
        "(spinning-combine-blocks)",

@@ -214,11 +214,11 @@ TEST_CASE("default holds the producer cases: slow and PDL, T <= 2, eager, pipeli
   CHECK(slow + pdl < 200);
 }
 
-TEST_CASE("the pressure suite: two slots in flight at 90% and 50%, every group size") {
+TEST_CASE("the pressure suite: two slots at 90% (pipelined) and 50% (eager), every group size") {
   for (int world : {2, 4, 8}) {
     const Geometry g = *find_geometry("kimi");
     std::set<std::string> shapes;
-    for (const std::string suite : {"smoke", "default", "upstream"}) {
+    for (const std::string suite : {"smoke", "default", "upstream", "full"}) {
       for (const Case& c : build_suite(suite, {world, g, 0})) CHECK(c.pressure == 0);
     }
     for (const Case& c : build_suite("pressure", {world, g, 0})) {

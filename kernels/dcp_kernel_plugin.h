@@ -9,7 +9,8 @@
  *  - Every struct that is passed by pointer and may grow starts with
  *    `struct_size`, set by whoever fills it; such structs only ever grow at the
  *    end, and a reader uses a field only when struct_size covers it. The two
- *    fixed records (dcpWaitStatus_v1, dcpMutantInfo_v1) never change in v1. A new ABI version gets a new symbol name
+ *    fixed records (dcpWaitStatus_v1, dcpMutantInfo_v1) never change size in
+ *    v1; a reserved word may gain a meaning behind a capability bit. A new ABI version gets a new symbol name
  *    (dcpKernelPlugin_v2, ...); dcp-check looks for the newest it knows first.
  *  - Strings handed to a plugin live until the call returns; strings a plugin
  *    returns (name, version, last_error) must stay valid until dlclose.

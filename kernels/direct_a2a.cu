@@ -28,8 +28,10 @@
 //   payload stores by every thread of block B -> __syncthreads (CTA order) ->
 //   B's thread 0: fence.sc.sys; atomicAdd(dest counter) -> the last block L
 //   observes B's increment (RMW chain); L: fence.sc.sys; st.release.sys flag
-//   -> d's thread 0: ld.acquire.sys sees e -> __syncthreads -> d's threads read
-//   the payload with ld.global.cg. Causality is transitive along that chain.
+//   -> d's wait kernel, thread 0: ld.acquire.sys sees e -> the wait kernel ends
+//   -> (stream order) d's combine kernel reads the payload with ld.global.cg.
+//   (The spinning-combine-blocks mutant: acquire by each block's thread 0, then
+//   __syncthreads.) Causality is transitive along that chain.
 //
 // Why two parities suffice: r writes [parity(e)] of d only during call e,
 // after its combine of e-1 finished, which needed d's signal for e-1, which d

@@ -7,6 +7,7 @@
 // record, so a trap message and a supervisor diagnosis always agree.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "dcp_kernel_plugin.h"
@@ -19,5 +20,9 @@ inline constexpr int kMaxSlots = 2;  // ubatch slots per workspace (DBO uses 2)
 // kernels and plugins publish the same fields.
 using WaitStatus = dcpWaitStatus_v1;
 static_assert(kMaxSlots == DCP_WAIT_STATUS_SLOTS);
+// A fixed v1 record: its size and the places of its fields never move.
+static_assert(sizeof(WaitStatus) == 64);
+static_assert(offsetof(WaitStatus, trapped) == 40);
+static_assert(offsetof(WaitStatus, last_started_epoch) == 44);
 
 }  // namespace dcp
