@@ -123,6 +123,8 @@ step_families() {
 # (Its mutant is not counted yet: docs/DESIGN.md, "SM pressure".)
 step_pressure() {
   step_ctest gpu_pressure -R '^gpu_pressure$'
+  # Printed, not only logged: $OUT returns only a few files.
+  grep -E '^(ok|FAIL|     )' "$OUT/gpu_pressure.log" | head -n 20
   run_expect "pressure w2 mps" 0 --world 2 --mps on --suite pressure --timeout 3 -v
   run_expect "pressure w4 kimi mps" 0 --world 4 --geometry kimi --mps on --suite pressure \
     --timeout 3 -v
