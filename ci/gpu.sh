@@ -10,7 +10,7 @@
 #   pressure = SM pressure: the pressure kernel and the pressure suite;
 #   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md).
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 
 OUT=${OUT:-/tmp/out}
 BUILD_DIR=${BUILD_DIR:-build-gpu}
