@@ -25,4 +25,13 @@ static_assert(sizeof(WaitStatus) == 64);
 static_assert(offsetof(WaitStatus, trapped) == 40);
 static_assert(offsetof(WaitStatus, last_started_epoch) == 44);
 
+// After a set_epoch (quiescent, nothing writes the record): slot `slot`'s
+// started, signalled and completed epochs restart at `epoch`, so the
+// diagnosis compares against this case's epochs.
+inline void restart_slot_record(WaitStatus& s, int slot, uint32_t epoch) {
+  s.last_started_epoch[slot] = epoch;
+  s.last_signalled_epoch[slot] = epoch;
+  s.last_completed_epoch[slot] = epoch;
+}
+
 }  // namespace dcp

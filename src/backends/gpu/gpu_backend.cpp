@@ -192,7 +192,6 @@ class GpuBackend final : public RankBackend {
   DeviceBuffer churn_;  // churn cases: reallocated after each capture, holds the canary
   size_t churn_bytes_ = 0;
   std::unique_ptr<SmPressure> pressure_;  // made by the first pressure case
-  std::string pressure_note_;             // what the running pressure reached (messages)
   void start_pressure(const Case& c, const CallShape& sh, const Batch& batch);
 };
 
@@ -374,12 +373,8 @@ void GpuBackend::begin_case(const Case& c) {
     for (int slot = 0; slot < instance_->config().num_slots; ++slot) {
       instance_->set_epoch(slot, uint64_t{*c.epoch_start},
                            streams_[0].get());
-      // The record restarts with the epoch (quiescent: nothing writes it now),
-      // so "never started" compares against this case's epochs.
       if (status_host_ != nullptr && slot < kMaxSlots) {
-        status_host_->last_started_epoch[slot] = *c.epoch_start;
-        status_host_->last_signalled_epoch[slot] = *c.epoch_start;
-        status_host_->last_completed_epoch[slot] = *c.epoch_start;
+        restart_slot_record(*status_host_, slot, *c.epoch_start);
       }
     }
   }
@@ -699,7 +694,6 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
   DCP_CHECK(batch.mode != ExecMode::kMixed && batch.mode != ExecMode::kGraphSet, HarnessError,
             "a batch is never mixed or a graph set (plan_case splits them)");
   current_ = &c;
-  pressure_note_.clear();  // a message of this batch names only its own pressure
   const CallShape sh = shape_of(c, batch);
   const size_t n = batch.calls.size();
   if (staging_.size() < std::max<size_t>(n, 1)) staging_.resize(std::max<size_t>(n, 1));
@@ -762,7 +756,6 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
     for (size_t i = 0; i < n; ++i) collect(staging_[i], batch.calls[i]);
   }
   if (pressure_ != nullptr) pressure_->stop();
-  pressure_note_.clear();
   check_region_tails(batch.out_of_bounds);
   check_churn(batch.out_of_bounds);
   current_ = nullptr;
@@ -785,8 +778,7 @@ void GpuBackend::start_pressure(const Case& c, const CallShape& sh, const Batch&
     pressure_ = std::make_unique<SmPressure>(cfg_.device, cfg_.global_rank, cfg_.spin_timeout_s);
   }
   sync_all();  // the buffers' first fills are done before the SMs are taken
-  pressure_note_ = pressure_->start(c.pressure);
-  spdlog::debug("rank {}: {}", cfg_.global_rank, pressure_note_);
+  spdlog::debug("rank {}: {}", cfg_.global_rank, pressure_->start(c.pressure));
 }
 
 // Guard zones (guard_zone.h): the output's two guards came back with the
@@ -871,7 +863,6 @@ std::vector<double> GpuBackend::bench(const Case& c, const Batch& batch, const B
   DCP_CHECK(!batch.calls.empty() && timing.repeats >= 1 && timing.replays >= 1, HarnessError,
             "bench needs at least one call, repeat and replay");
   current_ = &c;
-  pressure_note_.clear();  // a message of this batch names only its own pressure
   const CallShape sh = shape_of(c, batch);
   const size_t k = batch.calls.size();
   const cudaStream_t s = stream_for(0);
@@ -970,22 +961,21 @@ std::string GpuBackend::status_text() const {
   } else {
     text = "device was not waiting on a flag";
   }
-  std::string signalled, completed;
-  for (int i = 0; i < kMaxSlots; ++i) {
-    signalled += fmt::format("{}{}", i ? "," : "", s.last_signalled_epoch[i]);
-    completed += fmt::format("{}{}", i ? "," : "", s.last_completed_epoch[i]);
-  }
-  std::string started;
-  if (cfg_.kernel->info().has(DCP_CAP_LAUNCH_RECORD)) {
-    for (int i = 0; i < kMaxSlots; ++i) {
-      started += fmt::format("{}{}", i ? "," : "", s.last_started_epoch[i]);
-    }
-    started = fmt::format("last started [{}], ", started);
-  }
-  const std::string pressure =
-      pressure_note_.empty() ? std::string() : fmt::format("; under {}", pressure_note_);
+  auto per_slot = [](const volatile uint32_t* epochs) {
+    std::string out;
+    for (int i = 0; i < kMaxSlots; ++i) out += fmt::format("{}{}", i ? "," : "", epochs[i]);
+    return out;
+  };
+  const std::string started =
+      cfg_.kernel->info().has(DCP_CAP_LAUNCH_RECORD)
+          ? fmt::format("last started [{}], ", per_slot(s.last_started_epoch))
+          : std::string();
+  const std::string pressure = pressure_ != nullptr && pressure_->running()
+                                   ? fmt::format("; under {}", pressure_->note())
+                                   : std::string();
   return fmt::format("{}; {}last signalled epoch per slot [{}], last completed [{}]{}", text,
-                     started, signalled, completed, pressure);
+                     started, per_slot(s.last_signalled_epoch),
+                     per_slot(s.last_completed_epoch), pressure);
 }
 
 }  // namespace

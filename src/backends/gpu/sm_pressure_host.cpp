@@ -71,23 +71,24 @@ std::string SmPressure::start(int percent) {
                                 stream_.get()));
   running_ = true;
   // Bounded: the SMs may be busy with a peer's kernels on a shared GPU.
+  auto count_resident = [&] {
+    int n = 0;
+    for (int i = 0; i < blocks; ++i) n += host_->resident[i];
+    return n;
+  };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-  int resident = 0;
-  while (true) {
-    resident = 0;
-    for (int i = 0; i < blocks; ++i) resident += host_->resident[i];
-    if (resident == blocks || std::chrono::steady_clock::now() > deadline) break;
+  while (count_resident() != blocks && std::chrono::steady_clock::now() <= deadline) {
     std::this_thread::yield();
   }
   host_->closed = 1;
   // A block admitted between the count and `closed` still holds its SM.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  resident = 0;
-  for (int i = 0; i < blocks; ++i) resident += host_->resident[i];
-  return fmt::format(
+  const int resident = count_resident();
+  note_ = fmt::format(
       "pressure {}%: {} of {} blocks of {} threads resident ({} SMs of the {} this rank holds at "
       "once; the device has {})",
       percent, resident, blocks, kPressureThreads, sms, rank_sms_, device_sms_);
+  return note_;
 }
 
 void SmPressure::stop() {

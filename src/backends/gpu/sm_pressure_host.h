@@ -33,6 +33,7 @@ class SmPressure {
   std::string start(int percent);
   void stop();  // idempotent; waits for the pressure kernel to end
   bool running() const { return running_; }
+  const std::string& note() const { return note_; }  // start()'s line, for messages
 
  private:
   int rank_;
@@ -44,6 +45,7 @@ class SmPressure {
   PressureControl* dev_ = nullptr;   // its device alias
   DeviceBuffer words_;               // relay + poller claim (the probe's three words first)
   bool running_ = false;
+  std::string note_;
 };
 
 // Stops the pressure on every exit from a batch.

@@ -243,9 +243,7 @@ void HostBackend::begin_case(const Case& c) {
   const uint32_t e = *c.epoch_start;
   for (int s = 0; s < kMaxSlots; ++s) {
     own_epochs()[s] = e;
-    status_->last_started_epoch[s] = e;
-    status_->last_signalled_epoch[s] = e;
-    status_->last_completed_epoch[s] = e;
+    restart_slot_record(*status_, s, e);
     for (int p = 0; p < 2; ++p) {
       for (int src = 0; src < config_.dcp_size; ++src) flag(me_, s, p, src).store(e);
     }
