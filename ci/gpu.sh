@@ -124,7 +124,16 @@ step_families() {
 step_pressure() {
   step_ctest gpu_pressure -R '^gpu_pressure$'
   # Printed, not only logged: $OUT returns only a few files.
-  grep -E '^(ok|FAIL|     )' "$OUT/gpu_pressure.log" | head -n 20
+  grep -E '^(ok|FAIL|     )' "$OUT/gpu_pressure.log" | head -n 30
+  # Which step of a call waits for the pressure kernel (DCP_TRACE_STEPS: each
+  # step synchronised, those over 50 ms printed), time-sliced and under MPS.
+  local mps
+  for mps in off on; do
+    DCP_TRACE_STEPS=50 "$BIN" --world 2 --mps "$mps" --suite pressure --timeout 3 \
+      --filter press90 >"$OUT/pressure-trace-$mps.log" 2>&1
+    echo "-- trace, w2 mps $mps (exit $?):"
+    grep -E '^trace|^(PASS|FAIL)' "$OUT/pressure-trace-$mps.log" | head -n 12
+  done
   run_expect "pressure w2 mps" 0 --world 2 --mps on --suite pressure --timeout 3 -v
   run_expect "pressure w4 kimi mps" 0 --world 4 --geometry kimi --mps on --suite pressure \
     --timeout 3 -v

@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sm_pressure_host.h"
 
@@ -48,6 +50,18 @@ __global__ void stack_probe(int* out, int loud) {
 }
 __global__ void plain_probe(int* out) {
   if (threadIdx.x == 0) *out = 1;
+}
+
+__global__ void grid_probe(int* out) {
+  if (threadIdx.x == 0) atomicAdd(out, 1);
+}
+
+// Seconds from issuing `op` on `s` to its completion.
+template <class Op>
+double seconds_of(cudaStream_t s, Op op) {
+  const auto start = std::chrono::steady_clock::now();
+  if (op() != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess) return -1;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // Seconds until one probe on `s` completes.
@@ -129,7 +143,44 @@ int main() {
                                          std::to_string(plain) + " s (the pressure's bound is 3 s)");
     check(stack >= 0 && stack < 0.5, "a one-block kernel with a stack frame under pressure: " +
                                          std::to_string(stack) + " s");
+    // The other steps of a worker's call, each alone under pressure: what
+    // the op's stream does before and after the op (docs/DESIGN.md).
+    constexpr size_t kBytes = size_t{4} << 20;
+    std::vector<unsigned char> pageable(kBytes, 1);
+    void* pinned = nullptr;
+    void* dev = nullptr;
+    if (cudaMallocHost(&pinned, kBytes) != cudaSuccess || cudaMalloc(&dev, kBytes) != cudaSuccess) {
+      std::printf("gpu_pressure: FAIL: cannot allocate\n");
+      return 1;
+    }
     pressure.stop();
+    std::printf("     %s\n", pressure.start(90).c_str());
+    const std::pair<const char*, double> steps[] = {
+        {"cudaMemsetAsync 4 MiB",
+         seconds_of(s, [&] { return cudaMemsetAsync(dev, 0xFF, kBytes, s); })},
+        {"cudaMemcpyAsync 4 MiB from pinned",
+         seconds_of(s, [&] { return cudaMemcpyAsync(dev, pinned, kBytes, cudaMemcpyHostToDevice, s); })},
+        {"cudaMemcpyAsync 4 MiB to pinned",
+         seconds_of(s, [&] { return cudaMemcpyAsync(pinned, dev, kBytes, cudaMemcpyDeviceToHost, s); })},
+        {"cudaMemcpyAsync 4 MiB from pageable",
+         seconds_of(s, [&] {
+           return cudaMemcpyAsync(dev, pageable.data(), kBytes, cudaMemcpyHostToDevice, s);
+         })},
+        {"cudaMemcpyAsync 4 MiB to pageable",
+         seconds_of(s, [&] {
+           return cudaMemcpyAsync(pageable.data(), dev, kBytes, cudaMemcpyDeviceToHost, s);
+         })},
+        {"a 256-block kernel of 256 threads", seconds_of(s, [&] {
+           grid_probe<<<256, 256, 0, s>>>(out);
+           return cudaGetLastError();
+         })},
+    };
+    for (const auto& [what, sec] : steps) {
+      check(sec >= 0 && sec < 0.5, std::string(what) + " under pressure: " + std::to_string(sec) + " s");
+    }
+    pressure.stop();
+    cudaFreeHost(pinned);
+    cudaFree(dev);
     cudaFree(out);
     const int after = most_resident(words, s);
     check(after == fits, "after stop(): " + std::to_string(after) + " at once again");

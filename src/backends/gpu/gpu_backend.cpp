@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -66,6 +67,42 @@ struct CallShape {
   size_t output_bytes = 0;
   size_t lse_out_bytes = 0;  // the combined LSE, when the kernel writes it (else 0)
   Producer producer = Producer::kDefault;
+};
+
+// DCP_TRACE_STEPS=<ms> (diagnosis only, off by default): every step of a
+// call is followed by a synchronize of its stream, and a step whose host call
+// or whose completion took longer than <ms> is printed on stderr with the
+// rank. It answers "what held the op up" (docs/DESIGN.md, "SM pressure").
+class StepTrace {
+ public:
+  StepTrace(int rank, cudaStream_t s) : rank_(rank), s_(s), threshold_ms_(threshold()) {}
+  void mark(const char* step) {
+    if (threshold_ms_ < 0) return;
+    const double host_ms = lap();
+    const cudaError_t err = cudaStreamSynchronize(s_);
+    const double done_ms = lap();
+    if (host_ms >= threshold_ms_ || done_ms >= threshold_ms_ || err != cudaSuccess) {
+      fmt::print(stderr, "trace rank {}: {}: host call {:.3f} ms, then complete after {:.3f} ms{}\n",
+                 rank_, step, host_ms, done_ms,
+                 err == cudaSuccess ? "" : fmt::format(" ({})", cudaGetErrorName(err)));
+    }
+  }
+
+ private:
+  static double threshold() {
+    const char* v = std::getenv("DCP_TRACE_STEPS");
+    return v == nullptr || *v == '\0' ? -1.0 : std::atof(v);
+  }
+  double lap() {
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
+    last_ = now;
+    return ms;
+  }
+  int rank_;
+  cudaStream_t s_;
+  double threshold_ms_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
 // How long the slow producer's last token row is late.
@@ -577,14 +614,17 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
                               CallBuffers& b, cudaStream_t s, cudaGraphExec_t graph,
                               PhaseTimes* phases) {
   PhaseClock clock;
+  StepTrace trace(cfg_.global_rank, s);
   stage(sh, in, st);
   if (phases != nullptr) clock.lap(phases->stage_ms);
+  trace.mark("stage");
   const bool slow = sh.producer != Producer::kDefault;
   if (slow) {
     enqueue_slow_inputs(sh, in, st, b, s);
   } else {
     enqueue_inputs(sh, in, st, b, s);
   }
+  trace.mark("inputs");
   if (sh.num_seq_slots > 0) {
     const size_t n = sizeof(int32_t) * (sh.num_seq_slots + 1);
     check(cudaMemcpyAsync(b.seq_lens.data(), st.seq_lens.data(), n, cudaMemcpyHostToDevice, s),
@@ -602,13 +642,16 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     check(cudaMemsetAsync(lse, 0xFF, sh.lse_out_bytes, s), "poison combined LSE", false);
     check(cudaMemsetAsync(lse + sh.lse_out_bytes, kGuardCanary, guard_, s), "fill guard", false);
   }
+  trace.mark("seq lens, poison and guards");
   check(launch_delay(in.skew_ns, s), "skew delay", false);
+  trace.mark("skew delay");
   if (graph != nullptr) {
     check(cudaGraphLaunch(graph, s), "graph replay", true);  // holds the slow producer too
   } else {
     if (slow) launch_producer(sh, b, s);
     enqueue_op(make_launch(sh, in.slot, b), s);
   }
+  trace.mark("op");
   check(cudaMemcpyAsync(st.output.data(), out, sh.output_bytes, cudaMemcpyDeviceToHost, s),
         "copy output out", false);
   auto* guards = static_cast<uint8_t*>(st.guards.data());
@@ -624,6 +667,7 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
                           cudaMemcpyDeviceToHost, s),
           "copy guard out", false);
   }
+  trace.mark("copies out");
 }
 
 // The op, after the slow producer when the case has one (its parameters are
