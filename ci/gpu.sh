@@ -2,13 +2,14 @@
 # For the GPU machine: build against the PyTorch wheel's NCCL for sm_90, run the
 # GPU-labelled tests and the README demo, keep every log under $OUT, and print
 # a short summary last. Steps are arguments, in any order (default: all):
-#   ci/gpu.sh build test demo      build | unit | test | demo | plugin | families | pressure | perf
+#   ci/gpu.sh build test demo      build | unit | test | demo | plugin | families | pressure | perf | sync
 #   unit = every non-GPU CTest test, test = `ctest -L gpu`, plugin = the
 #   example plugin (kernels/example_plugin, its own CMake project) through
 #   the default suites, its broken copy, and the built-in mutants via the seam;
 #   families = each field-failure mutant caught by its case family only;
 #   pressure = SM pressure: the pressure kernel and the pressure suite;
-#   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md).
+#   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md);
+#   sync = stress under each DCP_CUDA_SYNC mode (spin, yield, blocking).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 
@@ -155,10 +156,22 @@ step_perf() {
   record "perf table" "$rc" $((SECONDS - start)) "$OUT/perf.md"
 }
 
+# How the host threads wait (DCP_CUDA_SYNC, docs/DESIGN.md): stress w4 and w2
+# under each mode, the verdict lines (calls/s) printed.
+step_sync() {
+  local mode w args
+  for mode in spin yield blocking; do
+    for w in 4 2; do
+      args=(stress --world "$w" --geometry kimi --mps on --duration "${PERF_DURATION:-15s}" --seed 11 -v)
+      DCP_CUDA_SYNC=$mode run_expect "sync $mode stress w$w" 0 "${args[@]}"
+    done
+  done
+}
+
 for s in "${steps[@]}"; do
   case $s in
-    build | unit | test | demo | plugin | families | pressure | perf) ;;
-    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure perf)" >&2; exit 2 ;;
+    build | unit | test | demo | plugin | families | pressure | perf | sync) ;;
+    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure perf sync)" >&2; exit 2 ;;
   esac
 done
 
@@ -173,6 +186,7 @@ for s in "${steps[@]}"; do
     families) step_families ;;
     pressure) step_pressure ;;
     perf) step_perf ;;
+    sync) step_sync ;;
   esac
 done
 
