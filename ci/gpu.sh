@@ -125,7 +125,7 @@ step_families() {
 step_pressure() {
   step_ctest gpu_pressure -R '^gpu_pressure$'
   # Printed, not only logged: $OUT returns only a few files.
-  grep -E '^(ok|FAIL|     )' "$OUT/gpu_pressure.log" | head -n 30
+  grep -E "^(ok|FAIL|     )" "$OUT/gpu_pressure.log" | head -n 45
   # Which step of a call waits for the pressure kernel (DCP_TRACE_STEPS: each
   # step synchronised, those over 50 ms printed), time-sliced and under MPS.
   local mps

@@ -52,16 +52,62 @@ __global__ void plain_probe(int* out) {
   if (threadIdx.x == 0) *out = 1;
 }
 
-__global__ void grid_probe(int* out) {
-  if (threadIdx.x == 0) atomicAdd(out, 1);
-}
-
 // Seconds from issuing `op` on `s` to its completion.
 template <class Op>
 double seconds_of(cudaStream_t s, Op op) {
   const auto start = std::chrono::steady_clock::now();
   if (op() != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess) return -1;
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+__global__ void grid_probe(int* out) {
+  if (threadIdx.x == 0) atomicAdd(out, 1);
+}
+
+// Printed, not checked: under `percent` pressure, the seconds until the first
+// kernel launched after start() completes, by grid (blocks x threads), and
+// for one block after a 256-block kernel. Tells which grids wait for the
+// pressure kernel (docs/DESIGN.md, "SM pressure").
+void print_first_kernel_matrix(int* out, cudaStream_t s) {
+  dcp::SmPressure pressure(0, 0, 0.0);  // bound 2 s
+  struct Grid { int percent, blocks, threads; };
+  const Grid grids[] = {{90, 1, 1},   {90, 1, 32},  {90, 2, 32},  {90, 8, 32},   {90, 13, 32},
+                        {90, 14, 32}, {90, 27, 32}, {90, 132, 32}, {90, 1, 1024}, {75, 1, 32},
+                        {50, 1, 32},  {25, 1, 32}};
+  for (const Grid& g : grids) {
+    pressure.start(g.percent);
+    const double sec = seconds_of(s, [&] {
+      grid_probe<<<g.blocks, g.threads, 0, s>>>(out);
+      return cudaGetLastError();
+    });
+    pressure.stop();
+    std::printf("     matrix: %d%% pressure, first kernel %d x %d: %.6f s\n", g.percent, g.blocks,
+                g.threads, sec);
+  }
+  pressure.start(90);
+  const double big = seconds_of(s, [&] {
+    grid_probe<<<256, 256, 0, s>>>(out);
+    return cudaGetLastError();
+  });
+  const double small = seconds_of(s, [&] {
+    grid_probe<<<1, 32, 0, s>>>(out);
+    return cudaGetLastError();
+  });
+  pressure.stop();
+  std::printf("     matrix: 90%% pressure, 256 x 256 first: %.6f s, then 1 x 32: %.6f s\n", big, small);
+  int lo = 0, hi = 0;
+  cudaStream_t high = nullptr;
+  if (cudaDeviceGetStreamPriorityRange(&lo, &hi) == cudaSuccess &&
+      cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, hi) == cudaSuccess) {
+    pressure.start(90);
+    const double sec = seconds_of(high, [&] {
+      grid_probe<<<1, 32, 0, high>>>(out);
+      return cudaGetLastError();
+    });
+    pressure.stop();
+    std::printf("     matrix: 90%% pressure, first kernel 1 x 32 on a high-priority stream: %.6f s\n", sec);
+    cudaStreamDestroy(high);
+  }
 }
 
 // Seconds until one probe on `s` completes.
@@ -138,6 +184,8 @@ int main() {
     stack_probe_seconds(out, s, false);
     std::printf("     %s\n", pressure.start(90).c_str());
     const double plain = stack_probe_seconds(out, s, /*with_stack=*/false);
+    pressure.stop();  // each probe is the first kernel under a fresh pressure
+    pressure.start(90);
     const double stack = stack_probe_seconds(out, s, /*with_stack=*/true);
     check(plain >= 0 && plain < 0.5, "a one-block kernel under pressure: " +
                                          std::to_string(plain) + " s (the pressure's bound is 3 s)");
@@ -179,6 +227,7 @@ int main() {
       check(sec >= 0 && sec < 0.5, std::string(what) + " under pressure: " + std::to_string(sec) + " s");
     }
     pressure.stop();
+    print_first_kernel_matrix(out, s);
     cudaFreeHost(pinned);
     cudaFree(dev);
     cudaFree(out);
