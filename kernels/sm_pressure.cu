@@ -74,13 +74,19 @@ cudaError_t launch_capacity_probe(uint32_t* words, int blocks, uint64_t window_n
 }
 
 cudaError_t launch_sm_pressure(PressureControl* control_dev, uint32_t* device_words, int blocks,
-                               uint64_t max_ns, cudaStream_t stream) {
+                               uint64_t max_ns, int shared_bytes, cudaStream_t stream) {
   if (control_dev == nullptr || device_words == nullptr || blocks < 1 ||
-      blocks > kMaxPressureBlocks || max_ns == 0) {
+      blocks > kMaxPressureBlocks || max_ns == 0 || shared_bytes < 0) {
     return cudaErrorInvalidValue;
   }
-  sm_pressure_kernel<<<blocks, kPressureThreads, 0, stream>>>(control_dev, device_words, max_ns);
+  sm_pressure_kernel<<<blocks, kPressureThreads, static_cast<size_t>(shared_bytes), stream>>>(
+      control_dev, device_words, max_ns);
   return cudaGetLastError();
+}
+
+cudaError_t set_sm_pressure_shared_limit(int bytes) {
+  return cudaFuncSetAttribute(sm_pressure_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              bytes);
 }
 
 }  // namespace dcp

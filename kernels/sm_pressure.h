@@ -26,8 +26,14 @@ struct PressureControl {
 // polls the host page and relays stop through `device_words` (two zeroed u32
 // of device memory: the relay, the poller's claim), so the pressure costs
 // almost no PCIe traffic. Not capturable.
+// `shared_bytes` of dynamic shared memory per block (0: none; see
+// set_sm_pressure_shared_limit).
 cudaError_t launch_sm_pressure(PressureControl* control_dev, uint32_t* device_words, int blocks,
-                               uint64_t max_ns, cudaStream_t stream);
+                               uint64_t max_ns, int shared_bytes, cudaStream_t stream);
+
+// Lets the pressure kernel take `bytes` of dynamic shared memory per block
+// (up to the device's opt-in maximum). Call before any pressure runs.
+cudaError_t set_sm_pressure_shared_limit(int bytes);
 
 // How many blocks of kPressureThreads threads this context can hold at once:
 // `blocks` such blocks each stay until all have arrived or `window_ns` passed,

@@ -64,25 +64,56 @@ __global__ void grid_probe(int* out) {
   if (threadIdx.x == 0) atomicAdd(out, 1);
 }
 
+// Seconds until one probe on `s` completes.
+double stack_probe_seconds(int* out, cudaStream_t s, bool with_stack = true) {
+  const auto start = std::chrono::steady_clock::now();
+  if (with_stack) {
+    stack_probe<<<1, 32, 0, s>>>(out, 0);
+  } else {
+    plain_probe<<<1, 32, 0, s>>>(out);
+  }
+  if (cudaStreamSynchronize(s) != cudaSuccess) return -1;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int most_resident(unsigned* words, cudaStream_t s) {
+  unsigned host[2] = {0, 0};
+  if (cudaMemsetAsync(words, 0, sizeof host, s) != cudaSuccess) return -1;
+  probe<<<kProbeBlocks, 1024, 0, s>>>(words, 2'000'000ull);
+  if (cudaMemcpyAsync(host, words, sizeof host, cudaMemcpyDeviceToHost, s) != cudaSuccess ||
+      cudaStreamSynchronize(s) != cudaSuccess) {
+    return -1;
+  }
+  return static_cast<int>(host[1]);
+}
+
 // Printed, not checked: under `percent` pressure, the seconds until the first
 // kernel launched after start() completes, by grid (blocks x threads), and
 // for one block after a 256-block kernel. Tells which grids wait for the
 // pressure kernel (docs/DESIGN.md, "SM pressure").
-void print_first_kernel_matrix(int* out, cudaStream_t s) {
+void print_first_kernel_matrix(int* out, unsigned* words, cudaStream_t s) {
   dcp::SmPressure pressure(0, 0, 0.0);  // bound 2 s
+  using Shape = dcp::SmPressure::Shape;
   struct Grid { int percent, blocks, threads; };
-  const Grid grids[] = {{90, 1, 1},   {90, 1, 32},  {90, 2, 32},  {90, 8, 32},   {90, 13, 32},
-                        {90, 14, 32}, {90, 27, 32}, {90, 132, 32}, {90, 1, 1024}, {75, 1, 32},
-                        {50, 1, 32},  {25, 1, 32}};
-  for (const Grid& g : grids) {
-    pressure.start(g.percent);
-    const double sec = seconds_of(s, [&] {
-      grid_probe<<<g.blocks, g.threads, 0, s>>>(out);
-      return cudaGetLastError();
-    });
+  const Grid grids[] = {{90, 1, 1},   {90, 1, 32},  {90, 1, 64}, {90, 1, 128}, {90, 1, 256},
+                        {90, 1, 512}, {90, 13, 32}, {90, 1, 1024}, {50, 1, 32},  {25, 1, 32}};
+  for (const Shape shape : {Shape::kPairs, Shape::kSharedMemory}) {
+    for (const Grid& g : grids) {
+      pressure.start(g.percent, shape);
+      const double sec = seconds_of(s, [&] {
+        grid_probe<<<g.blocks, g.threads, 0, s>>>(out);
+        return cudaGetLastError();
+      });
+      pressure.stop();
+      std::printf("     matrix: %s, %d%% pressure, first kernel %d x %d: %.6f s\n",
+                  shape == Shape::kPairs ? "pairs" : "shared", g.percent, g.blocks, g.threads, sec);
+    }
+  }
+  {
+    const std::string note = pressure.start(90, Shape::kSharedMemory);
+    const int under = most_resident(words, s);
     pressure.stop();
-    std::printf("     matrix: %d%% pressure, first kernel %d x %d: %.6f s\n", g.percent, g.blocks,
-                g.threads, sec);
+    std::printf("     matrix: %s; then %d probe blocks of 1024 at once\n", note.c_str(), under);
   }
   pressure.start(90);
   const double big = seconds_of(s, [&] {
@@ -108,29 +139,6 @@ void print_first_kernel_matrix(int* out, cudaStream_t s) {
     std::printf("     matrix: 90%% pressure, first kernel 1 x 32 on a high-priority stream: %.6f s\n", sec);
     cudaStreamDestroy(high);
   }
-}
-
-// Seconds until one probe on `s` completes.
-double stack_probe_seconds(int* out, cudaStream_t s, bool with_stack = true) {
-  const auto start = std::chrono::steady_clock::now();
-  if (with_stack) {
-    stack_probe<<<1, 32, 0, s>>>(out, 0);
-  } else {
-    plain_probe<<<1, 32, 0, s>>>(out);
-  }
-  if (cudaStreamSynchronize(s) != cudaSuccess) return -1;
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-int most_resident(unsigned* words, cudaStream_t s) {
-  unsigned host[2] = {0, 0};
-  if (cudaMemsetAsync(words, 0, sizeof host, s) != cudaSuccess) return -1;
-  probe<<<kProbeBlocks, 1024, 0, s>>>(words, 2'000'000ull);
-  if (cudaMemcpyAsync(host, words, sizeof host, cudaMemcpyDeviceToHost, s) != cudaSuccess ||
-      cudaStreamSynchronize(s) != cudaSuccess) {
-    return -1;
-  }
-  return static_cast<int>(host[1]);
 }
 
 }  // namespace
@@ -227,7 +235,7 @@ int main() {
       check(sec >= 0 && sec < 0.5, std::string(what) + " under pressure: " + std::to_string(sec) + " s");
     }
     pressure.stop();
-    print_first_kernel_matrix(out, s);
+    print_first_kernel_matrix(out, words, s);
     cudaFreeHost(pinned);
     cudaFree(dev);
     cudaFree(out);

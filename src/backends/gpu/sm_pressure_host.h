@@ -30,7 +30,11 @@ class SmPressure {
   // threads (none when rank_sms < 2) and waits
   // up to 200 ms for them to be resident; blocks placed later leave at once.
   // Returns one line: what was asked for and what became resident.
-  std::string start(int percent);
+  // Shape: kPairs holds an SM with two 1024-thread blocks (its thread
+  // slots); kSharedMemory with one 1024-thread block that takes the SM's
+  // shared memory (a block of any size needs some, so none fits beside it).
+  enum class Shape { kPairs, kSharedMemory };
+  std::string start(int percent, Shape shape = Shape::kPairs);
   void stop();  // idempotent; waits for the pressure kernel to end
   bool running() const { return running_; }
   const std::string& note() const { return note_; }  // start()'s line, for messages
@@ -40,6 +44,7 @@ class SmPressure {
   int rank_sms_ = 0;
   int device_sms_ = 0;
   uint64_t max_ns_;
+  int shared_bytes_ = 0;  // the opt-in maximum per block, for Shape::kSharedMemory
   Stream stream_;
   PressureControl* host_ = nullptr;  // mapped pinned
   PressureControl* dev_ = nullptr;   // its device alias
