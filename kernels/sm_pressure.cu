@@ -84,9 +84,14 @@ cudaError_t launch_sm_pressure(PressureControl* control_dev, uint32_t* device_wo
   return cudaGetLastError();
 }
 
-cudaError_t set_sm_pressure_shared_limit(int bytes) {
+cudaError_t set_sm_pressure_shared_limit(int* bytes) {
+  cudaFuncAttributes attr{};
+  if (cudaError_t err = cudaFuncGetAttributes(&attr, sm_pressure_kernel); err != cudaSuccess) {
+    return err;
+  }
+  *bytes -= static_cast<int>(attr.sharedSizeBytes);  // the dynamic part may not exceed the rest
   return cudaFuncSetAttribute(sm_pressure_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              bytes);
+                              *bytes);
 }
 
 }  // namespace dcp

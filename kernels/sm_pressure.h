@@ -31,9 +31,10 @@ struct PressureControl {
 cudaError_t launch_sm_pressure(PressureControl* control_dev, uint32_t* device_words, int blocks,
                                uint64_t max_ns, int shared_bytes, cudaStream_t stream);
 
-// Lets the pressure kernel take `bytes` of dynamic shared memory per block
-// (up to the device's opt-in maximum). Call before any pressure runs.
-cudaError_t set_sm_pressure_shared_limit(int bytes);
+// Lets the pressure kernel take dynamic shared memory up to `*bytes` (the
+// device's opt-in maximum per block) less its static shared memory, and
+// stores that in `*bytes`. Call before any pressure runs.
+cudaError_t set_sm_pressure_shared_limit(int* bytes);
 
 // How many blocks of kPressureThreads threads this context can hold at once:
 // `blocks` such blocks each stay until all have arrived or `window_ns` passed,

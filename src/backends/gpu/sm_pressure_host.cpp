@@ -39,7 +39,7 @@ SmPressure::SmPressure(int device, int rank, double spin_timeout_s)
   CUDA_CHECK(rank, HarnessError,
              cudaDeviceGetAttribute(&shared_bytes_, cudaDevAttrMaxSharedMemoryPerBlockOptin,
                                     device));
-  CUDA_CHECK(rank, HarnessError, set_sm_pressure_shared_limit(shared_bytes_));
+  CUDA_CHECK(rank, HarnessError, set_sm_pressure_shared_limit(&shared_bytes_));
   void* host = nullptr;
   CUDA_CHECK(rank, HarnessError,
              cudaHostAlloc(&host, sizeof(PressureControl), cudaHostAllocMapped));
