@@ -2,14 +2,13 @@
 # For the GPU machine: build against the PyTorch wheel's NCCL for sm_90, run the
 # GPU-labelled tests and the README demo, keep every log under $OUT, and print
 # a short summary last. Steps are arguments, in any order (default: all):
-#   ci/gpu.sh build test demo      build | unit | test | demo | plugin | families | pressure | perf | sync
+#   ci/gpu.sh build test demo      build | unit | test | demo | plugin | families | pressure | perf
 #   unit = every non-GPU CTest test, test = `ctest -L gpu`, plugin = the
 #   example plugin (kernels/example_plugin, its own CMake project) through
 #   the default suites, its broken copy, and the built-in mutants via the seam;
 #   families = each field-failure mutant caught by its case family only;
 #   pressure = SM pressure: the pressure kernel and the pressure suite;
-#   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md);
-#   sync = stress under each DCP_CUDA_SYNC mode (spin, yield, blocking).
+#   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 
@@ -125,19 +124,20 @@ step_families() {
 step_pressure() {
   step_ctest gpu_pressure -R '^gpu_pressure$'
   # Printed, not only logged: $OUT returns only a few files.
-  grep -E "^(ok|FAIL|     )" "$OUT/gpu_pressure.log" | head -n 45
-  # Which step of a call waits for the pressure kernel (DCP_TRACE_STEPS: each
-  # step synchronised, those over 50 ms printed), time-sliced and under MPS.
-  local mps
-  for mps in off on; do
-    DCP_TRACE_STEPS=50 "$BIN" --world 2 --mps "$mps" --suite pressure --timeout 3 \
-      --filter press90 >"$OUT/pressure-trace-$mps.log" 2>&1
-    echo "-- trace, w2 mps $mps (exit $?):"
-    grep -E '^trace|^(PASS|FAIL)' "$OUT/pressure-trace-$mps.log" | head -n 12
-  done
+  grep -E "^(ok|FAIL|     )" "$OUT/gpu_pressure.log" | head -n 30
+  # Steps of a call that wait (DCP_TRACE_STEPS: each synchronised, those
+  # over 50 ms printed): none, once the pressure leaves its free SMs free.
+  DCP_TRACE_STEPS=50 run_expect "pressure w2 traced" 0 --world 2 --suite pressure --timeout 3
+  grep -E '^trace' "$OUT/pressure_w2_traced.log" | head -n 8
   run_expect "pressure w2 mps" 0 --world 2 --mps on --suite pressure --timeout 3 -v
   run_expect "pressure w4 kimi mps" 0 --world 4 --geometry kimi --mps on --suite pressure \
     --timeout 3 -v
+  # The upstream-shaped mutant (a spinning combine block per row) hangs
+  # under pressure with two slots in flight; the built-in passes.
+  run_expect "w4 spinning-combine-blocks by pressure" 0 selftest --world 4 --geometry kimi \
+    --mps on --fast --no-upstream --suite pressure --mutants spinning-combine-blocks --timeout 3
+  run_expect "w2 spinning-combine-blocks by pressure" 0 selftest --world 2 --mps on --fast \
+    --no-upstream --suite pressure --mutants spinning-combine-blocks --timeout 3
 }
 
 # The benchmark of docs/results (throughput): each run's JSON, then the table.
@@ -156,22 +156,10 @@ step_perf() {
   record "perf table" "$rc" $((SECONDS - start)) "$OUT/perf.md"
 }
 
-# How the host threads wait (DCP_CUDA_SYNC, docs/DESIGN.md): stress w4 and w2
-# under each mode, the verdict lines (calls/s) printed.
-step_sync() {
-  local mode w args
-  for mode in spin yield blocking; do
-    for w in 4 2; do
-      args=(stress --world "$w" --geometry kimi --mps on --duration "${PERF_DURATION:-15s}" --seed 11 -v)
-      DCP_CUDA_SYNC=$mode run_expect "sync $mode stress w$w" 0 "${args[@]}"
-    done
-  done
-}
-
 for s in "${steps[@]}"; do
   case $s in
-    build | unit | test | demo | plugin | families | pressure | perf | sync) ;;
-    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure perf sync)" >&2; exit 2 ;;
+    build | unit | test | demo | plugin | families | pressure | perf) ;;
+    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure perf)" >&2; exit 2 ;;
   esac
 done
 
@@ -186,7 +174,6 @@ for s in "${steps[@]}"; do
     families) step_families ;;
     pressure) step_pressure ;;
     perf) step_perf ;;
-    sync) step_sync ;;
   esac
 done
 

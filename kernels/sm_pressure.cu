@@ -1,6 +1,7 @@
 // The SM-pressure kernel (see sm_pressure.h). Only residency matters: once a
-// block is admitted its threads sleep between barriers (holding their SM's
-// thread slots) while thread 0 polls, so it takes little issue bandwidth.
+// block is admitted its threads sleep between barriers (holding half its SM's
+// thread slots and, through the launch's dynamic shared memory, all of its
+// shared memory) while thread 0 polls, so it takes little issue bandwidth.
 #include "sm_pressure.h"
 
 namespace dcp {
@@ -12,7 +13,7 @@ __device__ __forceinline__ uint64_t now_ns() {
   return t;
 }
 
-__global__ void __launch_bounds__(kPressureThreads, 2)  // two per SM: <= 32 registers
+__global__ void __launch_bounds__(kPressureThreads, 2)  // <= 32 registers: it needs few
     sm_pressure_kernel(PressureControl* ctl, uint32_t* device_words, uint64_t max_ns) {
   // Every thread stays to the end: a warp that exits gives its slots back
   // (a divergent __syncthreads would let all but thread 0's warp go).

@@ -10,7 +10,7 @@
 
 namespace dcp {
 
-inline constexpr int kPressureThreads = 1024;  // two such blocks fill an SM's 2048 threads
+inline constexpr int kPressureThreads = 1024;  // per block (the probe: two fill an SM's threads)
 inline constexpr int kMaxPressureBlocks = 512;
 
 // In mapped pinned host memory: the host writes `closed` and `stop`, each
@@ -21,13 +21,13 @@ struct PressureControl {
   volatile uint8_t resident[kMaxPressureBlocks];  // 1: block i holds its SM until stop
 };
 
-// `blocks` blocks of kPressureThreads threads that stay resident until
-// control->stop (or max_ns of %globaltimer). The first admitted block alone
-// polls the host page and relays stop through `device_words` (two zeroed u32
-// of device memory: the relay, the poller's claim), so the pressure costs
-// almost no PCIe traffic. Not capturable.
-// `shared_bytes` of dynamic shared memory per block (0: none; see
-// set_sm_pressure_shared_limit).
+// `blocks` blocks of kPressureThreads threads and `shared_bytes` of dynamic
+// shared memory each (what set_sm_pressure_shared_limit stored: one block
+// holds an SM) that stay resident until control->stop (or max_ns of
+// %globaltimer). The first admitted block alone polls the host page and
+// relays stop through `device_words` (two zeroed u32 of device memory: the
+// relay, the poller's claim), so the pressure costs almost no PCIe traffic.
+// Not capturable.
 cudaError_t launch_sm_pressure(PressureControl* control_dev, uint32_t* device_words, int blocks,
                                uint64_t max_ns, int shared_bytes, cudaStream_t stream);
 

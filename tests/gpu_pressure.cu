@@ -1,10 +1,13 @@
-// gpu_pressure: the SM-pressure kernel takes the SMs it says it takes. A probe
-// grid of 1024-thread blocks, each staying 2 ms, finds how many of its blocks
-// are resident at once: all of them on an idle GPU, at most the SMs left free
-// (two blocks each) under 90% pressure, and all again after stop(); under
-// pressure a one-block kernel completes at once, with a stack frame (it may
-// printf, like a bounded wait's trap line) or without; under MPS
-// the share the context holds bounds all three. Exit 77
+// gpu_pressure: the SM-pressure kernel takes the SMs it says it takes, and
+// only those. A probe grid of 1024-thread blocks, each staying 2 ms, finds
+// how many of its blocks are resident at once: all of them on an idle GPU,
+// at most the SMs left free (two blocks each) under 90% pressure, and all
+// again after stop(). Under pressure the first kernel launched after start()
+// completes at once whatever its block size (with two 1024-thread pressure
+// blocks per SM, blocks of fewer than 256 threads waited for the pressure to
+// end: docs/DESIGN.md, "SM pressure"), and so do the other steps of a
+// worker's call (memset, copies to and from pinned and pageable memory).
+// Under MPS the share the context holds bounds everything. Exit 77
 // (skipped, by name) without a GPU.
 #include <cuda_runtime_api.h>
 
@@ -13,7 +16,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "sm_pressure_host.h"
@@ -42,37 +44,15 @@ __global__ void __launch_bounds__(1024) probe(unsigned* words, unsigned long lon
   __syncthreads();
 }
 
-// One block; with `loud` unset it never prints, but the printf gives it a
-// stack frame, as a bounded wait's trap line does.
-__global__ void stack_probe(int* out, int loud) {
-  if (loud != 0) printf("stack probe %d\n", loud);
-  if (threadIdx.x == 0) *out = 1;
-}
-__global__ void plain_probe(int* out) {
-  if (threadIdx.x == 0) *out = 1;
-}
-
-// Seconds from issuing `op` on `s` to its completion.
-template <class Op>
-double seconds_of(cudaStream_t s, Op op) {
-  const auto start = std::chrono::steady_clock::now();
-  if (op() != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess) return -1;
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 __global__ void grid_probe(int* out) {
   if (threadIdx.x == 0) atomicAdd(out, 1);
 }
 
-// Seconds until one probe on `s` completes.
-double stack_probe_seconds(int* out, cudaStream_t s, bool with_stack = true) {
+// Seconds from issuing `op` on `s` to its completion (-1 on an error).
+template <class Op>
+double seconds_of(cudaStream_t s, Op op) {
   const auto start = std::chrono::steady_clock::now();
-  if (with_stack) {
-    stack_probe<<<1, 32, 0, s>>>(out, 0);
-  } else {
-    plain_probe<<<1, 32, 0, s>>>(out);
-  }
-  if (cudaStreamSynchronize(s) != cudaSuccess) return -1;
+  if (op() != cudaSuccess || cudaStreamSynchronize(s) != cudaSuccess) return -1;
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
@@ -87,59 +67,7 @@ int most_resident(unsigned* words, cudaStream_t s) {
   return static_cast<int>(host[1]);
 }
 
-// Printed, not checked: under `percent` pressure, the seconds until the first
-// kernel launched after start() completes, by grid (blocks x threads), and
-// for one block after a 256-block kernel. Tells which grids wait for the
-// pressure kernel (docs/DESIGN.md, "SM pressure").
-void print_first_kernel_matrix(int* out, unsigned* words, cudaStream_t s) {
-  dcp::SmPressure pressure(0, 0, 0.0);  // bound 2 s
-  using Shape = dcp::SmPressure::Shape;
-  struct Grid { int percent, blocks, threads; };
-  const Grid grids[] = {{90, 1, 1},   {90, 1, 32},  {90, 1, 64}, {90, 1, 128}, {90, 1, 256},
-                        {90, 1, 512}, {90, 13, 32}, {90, 1, 1024}, {50, 1, 32},  {25, 1, 32}};
-  for (const Shape shape : {Shape::kPairs, Shape::kSharedMemory}) {
-    for (const Grid& g : grids) {
-      pressure.start(g.percent, shape);
-      const double sec = seconds_of(s, [&] {
-        grid_probe<<<g.blocks, g.threads, 0, s>>>(out);
-        return cudaGetLastError();
-      });
-      pressure.stop();
-      std::printf("     matrix: %s, %d%% pressure, first kernel %d x %d: %.6f s\n",
-                  shape == Shape::kPairs ? "pairs" : "shared", g.percent, g.blocks, g.threads, sec);
-    }
-  }
-  {
-    const std::string note = pressure.start(90, Shape::kSharedMemory);
-    const int under = most_resident(words, s);
-    pressure.stop();
-    std::printf("     matrix: %s; then %d probe blocks of 1024 at once\n", note.c_str(), under);
-  }
-  pressure.start(90);
-  const double big = seconds_of(s, [&] {
-    grid_probe<<<256, 256, 0, s>>>(out);
-    return cudaGetLastError();
-  });
-  const double small = seconds_of(s, [&] {
-    grid_probe<<<1, 32, 0, s>>>(out);
-    return cudaGetLastError();
-  });
-  pressure.stop();
-  std::printf("     matrix: 90%% pressure, 256 x 256 first: %.6f s, then 1 x 32: %.6f s\n", big, small);
-  int lo = 0, hi = 0;
-  cudaStream_t high = nullptr;
-  if (cudaDeviceGetStreamPriorityRange(&lo, &hi) == cudaSuccess &&
-      cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, hi) == cudaSuccess) {
-    pressure.start(90);
-    const double sec = seconds_of(high, [&] {
-      grid_probe<<<1, 32, 0, high>>>(out);
-      return cudaGetLastError();
-    });
-    pressure.stop();
-    std::printf("     matrix: 90%% pressure, first kernel 1 x 32 on a high-priority stream: %.6f s\n", sec);
-    cudaStreamDestroy(high);
-  }
-}
+std::string seconds_text(double sec) { return std::to_string(sec) + " s"; }
 
 }  // namespace
 
@@ -156,12 +84,14 @@ int main() {
     failures += ok ? 0 : 1;
   };
   try {
-    dcp::SmPressure pressure(0, 0, 1.0);  // bound 3 s
+    dcp::SmPressure pressure(0, 0, 1.0);  // bound 3 s: a step that waits for it takes 3 s
     const int sms = pressure.rank_sms();
     cudaStream_t s = nullptr;
     unsigned* words = nullptr;
+    int* out = nullptr;
     if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
-        cudaMalloc(&words, 2 * sizeof(unsigned)) != cudaSuccess) {
+        cudaMalloc(&words, 2 * sizeof(unsigned)) != cudaSuccess ||
+        cudaMalloc(&out, sizeof(int)) != cudaSuccess) {
       std::printf("gpu_pressure: FAIL: cannot create a stream or allocate\n");
       return 1;
     }
@@ -169,9 +99,8 @@ int main() {
     const int idle = most_resident(words, s);
     std::printf("     this context holds %d SMs at once (measured); the device has %d\n", sms,
                 pressure.device_sms());
-    check(idle == fits, "idle GPU (" + std::to_string(sms) + " SMs): " +
-                                    std::to_string(idle) + " of " +
-                                    std::to_string(kProbeBlocks) + " probe blocks at once");
+    check(idle == fits, "idle GPU (" + std::to_string(sms) + " SMs): " + std::to_string(idle) +
+                            " of " + std::to_string(kProbeBlocks) + " probe blocks at once");
     const std::string note = pressure.start(90);
     std::printf("     %s\n", note.c_str());
     check(note.find(" 0 of ") == std::string::npos, "the pressure blocks became resident");
@@ -180,27 +109,25 @@ int main() {
     check(under >= 1 && under <= 2 * free_sms,
           "under 90% pressure: " + std::to_string(under) + " probe blocks at once (at most " +
               std::to_string(2 * free_sms) + ": two per free SM)");
-    // The op's kernels did not start under pressure in the backend (docs/DESIGN.md,
-    // "SM pressure"); these two one-block kernels tell a stack frame from none.
-    int* out = nullptr;
-    if (cudaMalloc(&out, sizeof(int)) != cudaSuccess) {
-      std::printf("gpu_pressure: FAIL: cannot allocate\n");
-      return 1;
-    }
     pressure.stop();
-    stack_probe_seconds(out, s);         // once each while idle: sizes local memory
-    stack_probe_seconds(out, s, false);
-    std::printf("     %s\n", pressure.start(90).c_str());
-    const double plain = stack_probe_seconds(out, s, /*with_stack=*/false);
-    pressure.stop();  // each probe is the first kernel under a fresh pressure
-    pressure.start(90);
-    const double stack = stack_probe_seconds(out, s, /*with_stack=*/true);
-    check(plain >= 0 && plain < 0.5, "a one-block kernel under pressure: " +
-                                         std::to_string(plain) + " s (the pressure's bound is 3 s)");
-    check(stack >= 0 && stack < 0.5, "a one-block kernel with a stack frame under pressure: " +
-                                         std::to_string(stack) + " s");
-    // The other steps of a worker's call, each alone under pressure: what
-    // the op's stream does before and after the op (docs/DESIGN.md).
+
+    // Each grid is the first kernel under a fresh pressure.
+    struct Grid { int percent, blocks, threads; };
+    const Grid grids[] = {{90, 1, 1},   {90, 1, 32},   {90, 1, 64}, {90, 1, 128},
+                          {90, 1, 256}, {90, 13, 32},  {90, 1, 1024}, {50, 1, 32}};
+    for (const Grid& g : grids) {
+      pressure.start(g.percent);
+      const double sec = seconds_of(s, [&] {
+        grid_probe<<<g.blocks, g.threads, 0, s>>>(out);
+        return cudaGetLastError();
+      });
+      pressure.stop();
+      check(sec >= 0 && sec < 0.5, "under " + std::to_string(g.percent) +
+                                       "% pressure, a first kernel of " + std::to_string(g.blocks) +
+                                       " x " + std::to_string(g.threads) + ": " + seconds_text(sec));
+    }
+
+    // The other steps of a worker's call, each alone under pressure.
     constexpr size_t kBytes = size_t{4} << 20;
     std::vector<unsigned char> pageable(kBytes, 1);
     void* pinned = nullptr;
@@ -209,8 +136,7 @@ int main() {
       std::printf("gpu_pressure: FAIL: cannot allocate\n");
       return 1;
     }
-    pressure.stop();
-    std::printf("     %s\n", pressure.start(90).c_str());
+    pressure.start(90);
     const std::pair<const char*, double> steps[] = {
         {"cudaMemsetAsync 4 MiB",
          seconds_of(s, [&] { return cudaMemsetAsync(dev, 0xFF, kBytes, s); })},
@@ -226,16 +152,11 @@ int main() {
          seconds_of(s, [&] {
            return cudaMemcpyAsync(pageable.data(), dev, kBytes, cudaMemcpyDeviceToHost, s);
          })},
-        {"a 256-block kernel of 256 threads", seconds_of(s, [&] {
-           grid_probe<<<256, 256, 0, s>>>(out);
-           return cudaGetLastError();
-         })},
     };
-    for (const auto& [what, sec] : steps) {
-      check(sec >= 0 && sec < 0.5, std::string(what) + " under pressure: " + std::to_string(sec) + " s");
-    }
     pressure.stop();
-    print_first_kernel_matrix(out, words, s);
+    for (const auto& [what, sec] : steps) {
+      check(sec >= 0 && sec < 0.5, std::string(what) + " under pressure: " + seconds_text(sec));
+    }
     cudaFreeHost(pinned);
     cudaFree(dev);
     cudaFree(out);

@@ -106,22 +106,6 @@ class StepTrace {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
-// DCP_CUDA_SYNC=spin|yield|blocking: how a host thread waits in a synchronize
-// (unset: the driver's choice, which spins while there are fewer contexts
-// than cores). A spinning wait holds a core the rank's checker threads could
-// use; the throughput benchmark compares the three (docs/DESIGN.md).
-void set_sync_mode(int rank) {
-  const char* v = std::getenv("DCP_CUDA_SYNC");
-  if (v == nullptr || *v == '\0') return;
-  const std::string mode(v);
-  const unsigned flags = mode == "spin"       ? cudaDeviceScheduleSpin
-                         : mode == "yield"    ? cudaDeviceScheduleYield
-                         : mode == "blocking" ? cudaDeviceScheduleBlockingSync
-                                              : ~0u;
-  DCP_CHECK(flags != ~0u, UsageError, "DCP_CUDA_SYNC='{}': want spin, yield or blocking", mode);
-  CUDA_CHECK(rank, HarnessError, cudaSetDeviceFlags(flags));
-}
-
 // How long the slow producer's last token row is late.
 constexpr uint32_t kSlowProducerDelayNs = 30'000;
 
@@ -260,7 +244,6 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
             "geometry H={} D={} max_tokens={} is not supported (D must be a multiple of 8)",
             g.heads_per_rank, g.head_dim, g.max_tokens);
   CUDA_CHECK(rank, HarnessError, cudaSetDevice(cfg_.device));
-  set_sync_mode(rank);
   guard_ = guard_bytes_for(size_t{2} * g.heads_per_rank * g.head_dim);
   for (Stream& s : streams_) s.create(rank);
   init_status();

@@ -55,7 +55,7 @@ SmPressure::~SmPressure() {
   if (host_ != nullptr) cudaFreeHost(host_);
 }
 
-std::string SmPressure::start(int percent, Shape shape) {
+std::string SmPressure::start(int percent) {
   stop();
   // At least one SM stays free: a pressure that took them all would only
   // delay the op to its end, testing nothing.
@@ -63,8 +63,7 @@ std::string SmPressure::start(int percent, Shape shape) {
     return fmt::format("pressure {}%: none (this rank holds {} SM at once)", percent, rank_sms_);
   }
   const int sms = std::clamp((rank_sms_ * percent + 99) / 100, 1, rank_sms_ - 1);
-  const bool shared = shape == Shape::kSharedMemory;
-  const int blocks = std::min(shared ? sms : 2 * sms, kMaxPressureBlocks);
+  const int blocks = std::min(sms, kMaxPressureBlocks);
   std::memset(const_cast<uint8_t*>(host_->resident), 0, sizeof(host_->resident));
   host_->stop = 0;
   host_->closed = 0;
@@ -73,7 +72,7 @@ std::string SmPressure::start(int percent, Shape shape) {
              cudaMemsetAsync(words_.data(), 0, 2 * sizeof(uint32_t), stream_.get()));
   CUDA_CHECK(rank_, HarnessError,
              launch_sm_pressure(dev_, static_cast<uint32_t*>(words_.data()), blocks, max_ns_,
-                                shared ? shared_bytes_ : 0, stream_.get()));
+                                shared_bytes_, stream_.get()));
   running_ = true;
   // Bounded: the SMs may be busy with a peer's kernels on a shared GPU.
   auto count_resident = [&] {
@@ -90,10 +89,9 @@ std::string SmPressure::start(int percent, Shape shape) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   const int resident = count_resident();
   note_ = fmt::format(
-      "pressure {}%: {} of {} blocks of {} threads{} resident ({} SMs of the {} this rank holds "
-      "at once; the device has {})",
-      percent, resident, blocks, kPressureThreads,
-      shared ? fmt::format(" and {} KiB shared memory", shared_bytes_ / 1024) : "", sms, rank_sms_,
+      "pressure {}%: {} of {} blocks of {} threads and {} KiB shared memory resident ({} SMs of "
+      "the {} this rank holds at once; the device has {})",
+      percent, resident, blocks, kPressureThreads, shared_bytes_ / 1024, sms, rank_sms_,
       device_sms_);
   return note_;
 }

@@ -26,15 +26,16 @@ class SmPressure {
   // MPS with an active thread percentage, the client's share.
   int rank_sms() const { return rank_sms_; }
   int device_sms() const { return device_sms_; }
-  // Launches min(ceil(percent% of rank_sms), rank_sms - 1) * 2 blocks of 1024
-  // threads (none when rank_sms < 2) and waits
-  // up to 200 ms for them to be resident; blocks placed later leave at once.
+  // Launches min(ceil(percent% of rank_sms), rank_sms - 1) blocks of 1024
+  // threads, each with all the shared memory an SM allows one block, so each
+  // holds one SM whole (no block of any size fits beside it) and the other
+  // SMs stay free for any block (none when rank_sms < 2). Waits up to 200 ms
+  // for them to be resident; blocks placed later leave at once. (Two
+  // 1024-thread blocks per SM held the SMs too, but blocks of fewer than 256
+  // threads then waited for the pressure to end even with idle SMs left:
+  // docs/DESIGN.md, "SM pressure".)
   // Returns one line: what was asked for and what became resident.
-  // Shape: kPairs holds an SM with two 1024-thread blocks (its thread
-  // slots); kSharedMemory with one 1024-thread block that takes the SM's
-  // shared memory (a block of any size needs some, so none fits beside it).
-  enum class Shape { kPairs, kSharedMemory };
-  std::string start(int percent, Shape shape = Shape::kPairs);
+  std::string start(int percent);
   void stop();  // idempotent; waits for the pressure kernel to end
   bool running() const { return running_; }
   const std::string& note() const { return note_; }  // start()'s line, for messages
@@ -44,7 +45,7 @@ class SmPressure {
   int rank_sms_ = 0;
   int device_sms_ = 0;
   uint64_t max_ns_;
-  int shared_bytes_ = 0;  // the opt-in maximum per block, for Shape::kSharedMemory
+  int shared_bytes_ = 0;  // dynamic shared memory per pressure block: all the SM allows
   Stream stream_;
   PressureControl* host_ = nullptr;  // mapped pinned
   PressureControl* dev_ = nullptr;   // its device alias
