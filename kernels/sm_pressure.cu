@@ -65,7 +65,19 @@ __global__ void __launch_bounds__(kPressureThreads)
   __syncthreads();
 }
 
+// A 1 KiB stack frame: a local array indexed at run time.
+__global__ void local_memory_kernel(int index, int* sink) {
+  volatile char frame[1024];
+  for (int i = 0; i < 1024; i += 64) frame[(index + i) & 1023] = static_cast<char>(i);
+  if (sink != nullptr && threadIdx.x == 0) *sink = frame[index & 1023];
+}
+
 }  // namespace
+
+cudaError_t launch_local_memory_reserve(cudaStream_t stream) {
+  local_memory_kernel<<<1, 32, 0, stream>>>(0, nullptr);
+  return cudaGetLastError();
+}
 
 cudaError_t launch_capacity_probe(uint32_t* words, int blocks, uint64_t window_ns,
                                   cudaStream_t stream) {

@@ -36,6 +36,12 @@ cudaError_t launch_sm_pressure(PressureControl* control_dev, uint32_t* device_wo
 // stores that in `*bytes`. Call before any pressure runs.
 cudaError_t set_sm_pressure_shared_limit(int* bytes);
 
+// Makes this context hold local memory for 1 KiB per thread (the default
+// stack limit) by launching a kernel with such a stack frame. The first
+// launch that needs local memory otherwise grows it then, which waits for
+// every running kernel: under pressure, for the pressure kernel's bound.
+cudaError_t launch_local_memory_reserve(cudaStream_t stream);
+
 // How many blocks of kPressureThreads threads this context can hold at once:
 // `blocks` such blocks each stay until all have arrived or `window_ns` passed,
 // and `words` (three zeroed u32 of device memory) ends with the most that were

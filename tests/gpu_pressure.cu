@@ -5,7 +5,8 @@
 // again after stop(). Under pressure the first kernel launched after start()
 // completes at once whatever its block size (with two 1024-thread pressure
 // blocks per SM, blocks of fewer than 256 threads waited for the pressure to
-// end: docs/DESIGN.md, "SM pressure"), and so do the other steps of a
+// end: docs/DESIGN.md, "SM pressure"), so does this process's first kernel
+// with a stack frame (local memory is reserved first), and so do the other steps of a
 // worker's call (memset, copies to and from pinned and pageable memory).
 // Under MPS the share the context holds bounds everything. Exit 77
 // (skipped, by name) without a GPU.
@@ -46,6 +47,13 @@ __global__ void __launch_bounds__(1024) probe(unsigned* words, unsigned long lon
 
 __global__ void grid_probe(int* out) {
   if (threadIdx.x == 0) atomicAdd(out, 1);
+}
+
+// The first kernel of this process with a stack frame (512 bytes).
+__global__ void stack_probe(int* out, int index) {
+  volatile int frame[128];
+  for (int i = 0; i < 128; ++i) frame[(index + i) & 127] = i;
+  if (threadIdx.x == 0) *out = frame[index & 127];
 }
 
 // Seconds from issuing `op` on `s` to its completion (-1 on an error).
@@ -110,6 +118,17 @@ int main() {
           "under 90% pressure: " + std::to_string(under) + " probe blocks at once (at most " +
               std::to_string(2 * free_sms) + ": two per free SM)");
     pressure.stop();
+
+    // SmPressure reserved local memory: a first kernel with a stack frame
+    // need not grow it (which waits for every running kernel).
+    pressure.start(90);
+    const double stack = seconds_of(s, [&] {
+      stack_probe<<<1, 32, 0, s>>>(out, 3);
+      return cudaGetLastError();
+    });
+    pressure.stop();
+    check(stack >= 0 && stack < 0.5,
+          "under 90% pressure, this process's first kernel with a stack frame: " + seconds_text(stack));
 
     // Each grid is the first kernel under a fresh pressure.
     struct Grid { int percent, blocks, threads; };

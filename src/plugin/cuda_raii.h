@@ -93,8 +93,16 @@ class Stream {
   }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
-  void create(int rank) {
-    CUDA_CHECK(rank, HarnessError, cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking));
+  // greatest_priority: the device's greatest stream priority, so this
+  // stream's blocks are placed before the pending blocks of default-priority
+  // streams (the SM-pressure kernel's, under MPS).
+  void create(int rank, bool greatest_priority = false) {
+    int least = 0, greatest = 0;
+    if (greatest_priority) {
+      CUDA_CHECK(rank, HarnessError, cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    }
+    CUDA_CHECK(rank, HarnessError,
+               cudaStreamCreateWithPriority(&s_, cudaStreamNonBlocking, greatest));
   }
   cudaStream_t get() const { return s_; }
 

@@ -245,7 +245,9 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
             g.heads_per_rank, g.head_dim, g.max_tokens);
   CUDA_CHECK(rank, HarnessError, cudaSetDevice(cfg_.device));
   guard_ = guard_bytes_for(size_t{2} * g.heads_per_rank * g.head_dim);
-  for (Stream& s : streams_) s.create(rank);
+  // The op's streams come first: SM pressure (whose blocks may wait for SMs
+  // under MPS) never delays the op's launches, it only takes SMs.
+  for (Stream& s : streams_) s.create(rank, /*greatest_priority=*/true);
   init_status();
   init_kernel(rendezvous);
 }

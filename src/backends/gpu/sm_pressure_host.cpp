@@ -27,6 +27,9 @@ SmPressure::SmPressure(int device, int rank, double spin_timeout_s)
   words_.ensure(3 * sizeof(uint32_t), rank);
   uint32_t words[3] = {};
   const int probe = std::min(2 * device_sms, kMaxPressureBlocks);
+  // Before any pressure runs: an op's first launch that grew local memory
+  // would wait for the pressure kernel (measured: its whole bound).
+  CUDA_CHECK(rank, HarnessError, launch_local_memory_reserve(stream_.get()));
   CUDA_CHECK(rank, HarnessError, cudaMemsetAsync(words_.data(), 0, sizeof words, stream_.get()));
   CUDA_CHECK(rank, HarnessError,
              launch_capacity_probe(static_cast<uint32_t*>(words_.data()), probe, 20'000'000,
