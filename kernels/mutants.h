@@ -146,10 +146,7 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "two slots in flight and most of the rank's SMs taken by other work, the spinning blocks "
      "fill what is left and the dispatch a peer waits for never starts: both ranks hang (only "
      "the SM-pressure cases reach it; ranks sharing a GPU need MPS for their partitions)",
-     false,
-     "on one shared H200 a rank's op does not start while its pressure kernel runs (cause "
-     "open, docs/DESIGN.md 'SM pressure'), so a hang under pressure is not this mutant's",
-     /*needs_concurrent_ranks=*/true, 2, "sm-pressure", "pressure"},
+     true, "", /*needs_concurrent_ranks=*/true, 2, "sm-pressure", "pressure"},
 };
 
 inline const GpuMutantInfo* find_gpu_mutant(int id) {

@@ -823,8 +823,16 @@ void GpuBackend::start_pressure(const Case& c, const CallShape& sh, const Batch&
   }
   if (pressure_ == nullptr) {
     pressure_ = std::make_unique<SmPressure>(cfg_.device, cfg_.global_rank, cfg_.spin_timeout_s);
+    // One call of the batch's first inputs (output discarded) before the first
+    // pressure: a kernel's first launches in a process may wait for every
+    // running kernel (measured: the built-in's first op under pressure waited
+    // for the pressure's whole bound). Every rank runs the same case, so the
+    // extra call lines up across the group (as eager-before-capture's does).
+    const CallInputs& first = batch.calls.front();
+    CallBuffers& b = batch.mode == ExecMode::kEager ? eager_buffers_ : pipe_buffers_[0];
+    enqueue_call(sh, first, staging_[0], b, stream_for(first.slot), nullptr, nullptr);
   }
-  sync_all();  // the buffers' first fills are done before the SMs are taken
+  sync_all();  // the buffers' first fills (and the first call) are done before the SMs are taken
   spdlog::debug("rank {}: {}", cfg_.global_rank, pressure_->start(c.pressure));
 }
 
