@@ -34,6 +34,7 @@ enum GpuMutantId : int {
   kMutantNoGridDependencyWait = 20,
   kMutantHostMappedParams = 21,
   kMutantSpinningCombineBlocks = 22,
+  kMutantUnjoinedSideStream = 23,
 };
 
 struct GpuMutantInfo {
@@ -150,6 +151,13 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "on one shared H200 a rank's op does not start while its pressure kernel runs (cause "
      "open, docs/DESIGN.md 'SM pressure'), so a hang under pressure is not this mutant's",
      /*needs_concurrent_ranks=*/true, 2, "sm-pressure", "pressure"},
+    {kMutantUnjoinedSideStream, "unjoined-side-stream", "protocol",
+     "the sends to the peers run on an internal side stream (at most 4 blocks per "
+     "destination) forked from the caller's stream by an event, and the call returns without "
+     "making the caller's stream wait for them (joined only under graph capture, which insists); "
+     "this rank's own rows are copied on the caller's stream. A caller that overwrites its "
+     "inputs right after the call (the reuse cases) has a late rank send NaN to its peers",
+     true, "", false, 2, "input-reuse"},
 };
 
 inline const GpuMutantInfo* find_gpu_mutant(int id) {
