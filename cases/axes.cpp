@@ -682,6 +682,22 @@ std::vector<AxisDesc> make_table() {
        .label = [](const Case& c) {
          return c.pressure > 0 ? fmt::format("{}%", c.pressure) : std::string("none");
        }},
+      // Input reuse: the input-reuse family and 5% of random cases (drawn last,
+      // so the other axes of a random case keep their values). JSON only when set.
+      {.name = "reuse",
+       .token = [](const Case& c) { return c.reuse ? std::string("reuse") : std::string(); },
+       .read = [](IdTokens& t, Case& c) {
+         if (t.peek() == "reuse") c.reuse = true, t.next();
+         return std::string();
+       },
+       .draw = [](Rng& r, Case& c, const RandomContext&) { c.reuse = r.chance(0.05); },
+       .shrink = shrink_to_default<&Case::reuse>,
+       .measure = off_default<&Case::reuse>,
+       .to_json = [](const Case& c, json& j) {
+         if (c.reuse) j["reuse"] = true;
+       },
+       .from_json = [](const json& j, Case& c) { c.reuse = j.value("reuse", false); },
+       .label = [](const Case& c) { return std::string(c.reuse ? "yes" : "no"); }},
       // Drawn by suites and random_case from their own seeds, never shrunk.
       {.name = "seed",
        .token = [](const Case& c) { return fmt::format("s{:06x}", c.seed); },
@@ -689,7 +705,7 @@ std::vector<AxisDesc> make_table() {
          const std::string_view tok = t.peek();
          const auto seed = tok.starts_with("s") ? parse_hex(tok.substr(1)) : std::nullopt;
          if (!seed) {
-           return bad(tok, "[-l<layers>][-skew][-ep<hex>][-prod<slow|pdl>][-press<pct>]-s<hex seed>");
+           return bad(tok, "[-l<layers>][-skew][-ep<hex>][-prod<slow|pdl>][-press<pct>][-reuse]-s<hex seed>");
          }
          c.seed = *seed;
          t.next();

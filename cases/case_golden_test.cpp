@@ -4,7 +4,8 @@
 // table (cases/axes.h) existed; a change here is a change users see. Since
 // then: the producer axis added the producer cases to default and full, draws
 // it in random cases (after every other axis: their values are unchanged) and
-// shrinks it.
+// shrinks it; the reuse axis added its family's cases to default and full
+// and draws it last in random cases (cleared, they hash as before).
 //
 // Every case is also hashed through fields_text(), written out field by field
 // here and not through the table, so the ids and the cases are pinned
@@ -40,7 +41,8 @@ std::string fields_text(const Case& c) {
       c.epoch_start ? fmt::format("{:x}", *c.epoch_start) : "-", c.seed) +
          // Later axes, only off their default (so the cases before them hash as they did).
          (c.producer != Producer::kDefault ? fmt::format("|prod{}", static_cast<int>(c.producer))
-                                           : "");
+                                           : "") +
+         (c.reuse ? "|reuse" : "");
 }
 
 // Running FNV-1a over lines, plus a count.
@@ -101,12 +103,12 @@ const std::vector<Golden> kSuiteGolden = {
     {"smoke/w2", "48 2a9b69a9428148cd 62bb217a4cdbec95"},
     {"smoke/w4", "60 a9493bf3095d20c6 dd1ea2d32846a97c"},
     {"smoke/w8", "72 547c035542b11f56 228e5f4479f8ead8"},
-    {"default/w2", "804 86870fb7119d92b1 1318fd77c87e9250"},
-    {"default/w4", "1624 f4a2955e7bde7e25 793e2b9d150c012f"},
-    {"default/w8", "2428 a0748253d8b9fac9 80c81b8cfdbfbc41"},
-    {"full/w2", "84546 9081cf84f6226929 afb92dce53f6f3e3"},
-    {"full/w4", "169092 f3915ecad7c1ea76 c49491b319f72afd"},
-    {"full/w8", "253638 a4aea9234f044600 240237ccfdd03134"},
+    {"default/w2", "876 771d5fefc2bc16ed 3af94cae308c4b83"},
+    {"default/w4", "1768 d563ef46a810fe5a 11cebfda16b50706"},
+    {"default/w8", "2644 fa7cdeb589506a4d 7328e74647f0fbef"},
+    {"full/w2", "84582 aa06507a07181d0b f6ef423ec97d0fa1"},
+    {"full/w4", "169164 dc2687d1122cf2e8 0a63faf3e51a614f"},
+    {"full/w8", "253746 e168c9973c47e169 a6e87ac87d5107fe"},
     {"upstream/w2", "96 b35b360fd5ce87a1 95ba1871c9420829"},
     {"upstream/w4", "192 970a36cb456b5735 f380d0003f3b4159"},
     {"upstream/w8", "288 dfefd91adc967c7d e847e7da96bebd41"},
@@ -116,17 +118,17 @@ const std::vector<Golden> kSuiteGolden = {
 };
 
 const std::vector<Golden> kRandomGolden = {
-    {"random/w2", "9600 47275e8440b7da71 f69f8fba6c5658e1"},
-    {"random/w3", "9600 5868f02f20eb8397 499734d659af0241"},
-    {"random/w4", "9600 2998e1420c13e8cf beccdf6f667ab119"},
-    {"random/w6", "9600 f8e884e3b810b673 a976c0eeca04afce"},
-    {"random/w8", "9600 890ed6b73a22bf1a 2c2d554a937563a9"},
+    {"random/w2", "9600 67ce7299d56aab6f f480f7a35475f76d"},
+    {"random/w3", "9600 1dcd07614abd87cd 9e4b992464a543f5"},
+    {"random/w4", "9600 8f58ef089a683b3b 6dbee49fb023af91"},
+    {"random/w6", "9600 08d7d5a736203b58 de06b5c39a87267a"},
+    {"random/w8", "9600 3bd3bf3e35bccac1 aac9449b186b9ecd"},
 };
 
 const std::vector<Golden> kShrinkGolden = {
-    {"shrink/random", "16076 fb7233ad9bd2e8cd c199f9c85f023477"},
-    {"shrink/suites", "2291 a33eecbc158b9d99 c28054fd25437d91"},
-    {"shrink/chains", "7671 1a6f4f116dfbac4b 910b6861b65d68f9"},
+    {"shrink/random", "16163 1386b4569ec9038c 9615785ef08f00e5"},
+    {"shrink/suites", "2423 1a05179838b33bbe 24e75843ed9d7522"},
+    {"shrink/chains", "7733 aed0ba1dbdeaea99 ae1da529dc22f4b8"},
 };
 
 TEST_CASE("golden: every case of every suite keeps its id and fields") {

@@ -148,6 +148,33 @@ TEST_CASE("SM pressure: -press<pct>, eager or pipelined only") {
   CHECK_FALSE(parse_case_id(head + "eager2-press0-s000001", &err));
 }
 
+TEST_CASE("input reuse: -reuse, the last optional token, round trips") {
+  Case c = example();
+  c.reuse = true;
+  CHECK(format_case_id(c) ==
+        "dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone-ub2-graph4-reuse-s1a2b3c");
+  check_round_trip(c);
+  c.mode = ExecMode::kPipelined;
+  c.skew = true;
+  c.producer = Producer::kSlow;
+  c.pressure = 50;
+  CHECK(format_case_id(c) ==
+        "dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone-ub2-pipe4-skew-prodslow-press50-reuse"
+        "-s1a2b3c");
+  check_round_trip(c);
+  c.reuse = false;
+  CHECK(format_case_id(c).find("reuse") == std::string::npos);  // the default has no token
+  std::string err;
+  const std::string head = "dcp4-kimi-bf16-lsefp32-base2-t17-contig-emptynone-ub2-eager2-";
+  // Its place is after every other optional token, right before the seed.
+  CHECK_FALSE(parse_case_id(head + "reuse-skew-s000001", &err));
+  CHECK_FALSE(parse_case_id(head + "reuse-prodslow-s000001", &err));
+  CHECK_FALSE(parse_case_id(head + "reused-s000001", &err));
+  CHECK(err.find("'reused'") != std::string::npos);
+  CHECK(err.find("[-reuse]") != std::string::npos);
+  CHECK(parse_case_id(head + "skew-reuse-s000001", &err).has_value());
+}
+
 TEST_CASE("preset names with dashes and custom geometries") {
   Case c = example();
   c.geometry = *find_geometry("kimi-k3");

@@ -46,6 +46,11 @@ const std::vector<CaseFamily>& case_families() {
        "spinning blocks that fill the SMs left, so the dispatch a peer waits for never starts "
        "(spinning-combine-blocks)",
        [](const Case& c) { return c.pressure > 0; }},
+      {"input-reuse",
+       "right after each call returns, the caller's stream writes NaN over partial_output and "
+       "partial_lse (before the peers' combines end); with skew, eager, pipelined and graphs",
+       "a kernel that returns before its sends have read its inputs (unjoined-side-stream)",
+       [](const Case& c) { return c.reuse; }},
       {"guard-zones", "every case: canaries before and after the output and after every payload region",
        "a write out of bounds that hits no live buffer (write-past-output)",
        [](const Case&) { return true; }},

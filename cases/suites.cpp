@@ -239,11 +239,38 @@ std::vector<Case> pressure_cases(const SuiteOptions& opts, const Geometry& g) {
   return cases;
 }
 
+// The input-reuse family (issue 15 item 7): the caller writes NaN over both
+// inputs right after each call. Per group size, with skew (a late rank's
+// combine can end while its own sends still read): eager on one and two slots
+// (T = 1 and max_tokens), pipelined on two slots (max_tokens) and one (T = 17,
+// an empty shard), and graph replays (T = 2 on two slots, max_tokens on one;
+// a replay ends as a whole before the clobber, so these check the harness).
+std::vector<Case> reuse_cases(const SuiteOptions& opts, const Geometry& g) {
+  std::vector<Case> cases;
+  auto add = [&](int w, int tokens, ExecMode mode, int calls, int slots, EmptyPattern e) {
+    Case c = family_case(g, w, tokens, mode, calls, slots, e);
+    c.reuse = true;
+    c.skew = true;
+    if (std::find(cases.begin(), cases.end(), c) == cases.end()) cases.push_back(c);
+  };
+  for (int w : dcp_sizes_for_world(opts.world)) {
+    add(w, 1, ExecMode::kEager, 2, 1, EmptyPattern::kNone);
+    add(w, g.max_tokens, ExecMode::kEager, 4, 2, EmptyPattern::kNone);
+    add(w, g.max_tokens, ExecMode::kPipelined, 4, 2, EmptyPattern::kNone);
+    add(w, 17, ExecMode::kPipelined, 4, 1, EmptyPattern::kOne);
+    add(w, 2, ExecMode::kGraph, 3, 2, EmptyPattern::kNone);
+    add(w, g.max_tokens, ExecMode::kGraph, 3, 1, EmptyPattern::kNone);
+  }
+  finish(cases, opts.base_seed);
+  return cases;
+}
+
 // Every field-failure family's cases (cases/families.h), appended to a suite.
 void add_family_cases(std::vector<Case>& cases, const SuiteOptions& opts, const Geometry& g) {
   for (const Case& k : capacity_cases(opts, g)) cases.push_back(k);
   for (const Case& p : producer_cases(opts, g)) cases.push_back(p);
   for (const Case& k : graph_set_cases(opts, g)) cases.push_back(k);
+  for (const Case& k : reuse_cases(opts, g)) cases.push_back(k);
 }
 
 std::vector<Case> upstream_suite(const SuiteOptions& opts) {

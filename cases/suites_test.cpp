@@ -293,6 +293,40 @@ TEST_CASE("upstream cases are all in default, as specified") {
   }
 }
 
+TEST_CASE("default and full hold the input-reuse family: eager, pipelined, graph, small and max T") {
+  for (int world : {2, 4, 8}) {
+    for (const char* geo : {"kimi", "tiny"}) {
+      const Geometry g = *find_geometry(geo);
+      for (const char* suite : {"default", "full"}) {
+        std::set<std::string> shapes;
+        for (const Case& c : build_suite(suite, {world, g, 0})) {
+          if (!c.reuse) continue;
+          CHECK(c.skew);  // a late rank's combine ends before its own sends
+          CHECK(c.producer == Producer::kDefault);
+          CHECK(c.pressure == 0);
+          shapes.insert(fmt::format("{}/{}/{}/{}", c.dcp_size, to_string(c.mode), c.num_slots,
+                                    c.num_tokens == g.max_tokens ? "max" : "small"));
+        }
+        for (int w : dcp_sizes_for_world(world)) {
+          for (const char* s : {"eager/1/small", "eager/2/max", "pipe/2/max", "pipe/1/small",
+                                "graph/2/small", "graph/1/max"}) {
+            CHECK_MESSAGE(shapes.count(fmt::format("{}/{}", w, s)) == 1,
+                          suite << " " << geo << " w" << w << " " << s);
+          }
+        }
+      }
+    }
+  }
+  for (const std::string suite : {"smoke", "upstream", "pressure"}) {
+    for (const Case& c : build_suite(suite, {4, *find_geometry("kimi"), 0})) CHECK_FALSE(c.reuse);
+  }
+  // stress draws it now and then (5%), last of all axes.
+  int reuse = 0;
+  for (uint64_t i = 0; i < 2000; ++i) reuse += random_case(7, i, 4, *find_geometry("kimi")).reuse;
+  CHECK(reuse > 50);
+  CHECK(reuse < 200);
+}
+
 TEST_CASE("smoke, full and dcp sizes") {
   CHECK(dcp_sizes_for_world(4) == std::vector<int>{4, 2});
   CHECK(dcp_sizes_for_world(8) == std::vector<int>{8, 4, 2});
@@ -303,9 +337,9 @@ TEST_CASE("smoke, full and dcp sizes") {
   CHECK(smoke.size() <= 8);
   const auto full = build_suite("full", {2, *find_geometry("tiny"), 0});
   // tiny: 6 token counts; plus the capacity family (2 cases per group size),
-  // the producer cases (5 per group size) and the graph-set family (T 32 and
-  // 17, one and two slots).
-  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2 + 2 + 5 + 4);
+  // the producer cases (5 per group size), the graph-set family (T 32 and
+  // 17, one and two slots) and the input-reuse family (6 per group size).
+  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2 + 2 + 5 + 4 + 6);
   CHECK_THROWS_AS(build_suite("nope", {2, *find_geometry("tiny"), 0}), std::invalid_argument);
 }
 

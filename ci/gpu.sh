@@ -113,6 +113,10 @@ step_families() {
       --mutants host-mapped-params --filter graphs
     run_expect "w$w host-mapped-params without" 1 selftest "${args[@]}" \
       --mutants host-mapped-params --filter '^((?!graphs).)*$'
+    run_expect "w$w unjoined-side-stream by reuse" 0 selftest "${args[@]}" \
+      --mutants unjoined-side-stream --filter reuse
+    run_expect "w$w unjoined-side-stream without" 1 selftest "${args[@]}" \
+      --mutants unjoined-side-stream --filter '^((?!reuse).)*$'
   done
   run_expect "selftest w4 kimi mps" 0 selftest --world 4 --geometry kimi --mps on --fast \
     --json "$OUT/selftest-w4.json"

@@ -53,6 +53,14 @@ constexpr int kWarpsPerCombineBlock = kCombineThreads / 32;
 // throughput choice only.
 constexpr int kMaxCombineBlocks = 48;
 constexpr int kMaxDispatchBlocksPerDest = 32;
+// unjoined-side-stream: its side stream's sends use few blocks (comm kernels
+// leave the SMs to compute), so a late rank's sends outlast its combine.
+constexpr int kSideBlocksPerDest = 4;
+
+// Which destinations a dispatch grid serves: all (blockIdx.y = d), or for the
+// unjoined-side-stream mutant this rank only (caller's stream) or its peers
+// only (side stream, blockIdx.y skips this rank).
+enum DispatchPart : int { kDispatchAll = 0, kDispatchSelf = 1, kDispatchPeers = 2 };
 
 constexpr size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
@@ -138,12 +146,15 @@ __device__ __forceinline__ void grid_dependency_wait() {
 
 template <ElemType kLse, bool kWithMutants>
 __global__ void __launch_bounds__(256)
-    direct_dispatch_kernel(const DirectA2AParams p, int mutant_id) {
+    direct_dispatch_kernel(const DirectA2AParams p, int mutant_id, int part_id) {
   const int mutant = active_mutant<kWithMutants>(mutant_id);
+  const int part = kWithMutants ? part_id : kDispatchAll;
   if (p.pdl != 0 && mutant != kMutantNoGridDependencyWait) grid_dependency_wait();
   DirectSlotState* st = slot_state(p, mutant);
   const bool relaxed = mutant == kMutantRelaxedOrdering;
-  const uint32_t epoch = load_volatile(&st->epoch) + 1u;
+  // The self part runs on the caller's stream, which counts combine_epoch.
+  const uint32_t epoch =
+      load_volatile(part == kDispatchSelf ? &st->combine_epoch : &st->epoch) + 1u;
   const uint32_t parity = mutant == kMutantSingleParity ? 0u : (epoch & 1u);
   // Launch record (DCP_CAP_LAUNCH_RECORD): this call's dispatch has begun.
   if (p.status != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
@@ -151,7 +162,9 @@ __global__ void __launch_bounds__(256)
   }
 
   const int W = p.dcp_size, H = p.heads_per_rank, D = p.head_dim, r = p.group_rank;
-  const int d = blockIdx.y;
+  const int d = part == kDispatchSelf                             ? r
+                : part == kDispatchPeers && int(blockIdx.y) >= r ? int(blockIdx.y) + 1
+                                                                 : int(blockIdx.y);
   int head_begin = d * H;
   if (mutant == kMutantLastRankHeadOffByOne && d == W - 1) head_begin -= 1;
   const int src_pos = mutant == kMutantWrongSourcePosition ? d : r;
@@ -198,6 +211,7 @@ __global__ void __launch_bounds__(256)
     __threadfence_system();
     store_release_sys(flag, epoch);
   }
+  if (part == kDispatchSelf) return;  // the peers' part moves st->epoch
   if (atomicAdd(&st->dests_signalled, 1u) + 1u != gridDim.y) return;
   // Every block of this call has read the old epoch before arriving above.
   st->dests_signalled = 0;
@@ -206,6 +220,14 @@ __global__ void __launch_bounds__(256)
 }
 
 // ------------------------------------------------------------------- combine
+
+// The epoch of the call in progress, for the wait and combine kernels: the
+// dispatch before them on the stream wrote it. The unjoined-side-stream
+// mutant's sends may still run, so its caller's stream keeps its own count.
+__device__ __forceinline__ uint32_t call_epoch(DirectSlotState* st, int mutant) {
+  if (mutant == kMutantUnjoinedSideStream) return load_volatile(&st->combine_epoch) + 1u;
+  return load_volatile(&st->epoch);
+}
 
 // Takes scalars, not the params: passing the params struct by reference to a
 // non-inlined function would copy it to local memory in every thread.
@@ -275,7 +297,7 @@ __global__ void __launch_bounds__(32) direct_wait_kernel(const DirectA2AParams p
   if (threadIdx.x != 0) return;
   const int mutant = active_mutant<kWithMutants>(mutant_id);
   DirectSlotState* st = slot_state(p, mutant);
-  const uint32_t epoch = load_volatile(&st->epoch);
+  const uint32_t epoch = call_epoch(st, mutant);
   const uint32_t parity = mutant == kMutantSingleParity ? 0u : (epoch & 1u);
   wait_for_sources<kWithMutants>(p, st, epoch, parity, mutant);
 }
@@ -285,7 +307,7 @@ __global__ void __launch_bounds__(kCombineThreads)
     direct_combine_kernel(const DirectA2AParams p, int mutant_id) {
   const int mutant = active_mutant<kWithMutants>(mutant_id);
   DirectSlotState* st = slot_state(p, mutant);
-  const uint32_t epoch = load_volatile(&st->epoch);
+  const uint32_t epoch = call_epoch(st, mutant);
   const uint32_t parity = mutant == kMutantSingleParity ? 0u : (epoch & 1u);
   if (mutant == kMutantSpinningCombineBlocks) {
     // The mistake: no wait kernel; every combine block spins on the flags.
@@ -316,6 +338,8 @@ __global__ void __launch_bounds__(kCombineThreads)
   if (threadIdx.x != 0) return;
   if (atomicAdd(&st->combine_arrivals, 1u) + 1u != gridDim.x) return;
   st->combine_arrivals = 0;
+  // Every block read combine_epoch before arriving above.
+  if (mutant == kMutantUnjoinedSideStream) st->combine_epoch = epoch;
   if (p.status != nullptr) p.status->last_completed_epoch[p.slot] = epoch;
 }
 
@@ -340,6 +364,7 @@ __global__ void reset_kernel(SlotFlags slot_flags, int num_slots, int dcp_size,
     if (threadIdx.x == 0) {
       DirectSlotState s{};
       s.epoch = epoch;
+      s.combine_epoch = epoch;
       states[slot] = s;
     }
   }
@@ -350,8 +375,8 @@ __global__ void reset_kernel(SlotFlags slot_flags, int num_slots, int dcp_size,
 // The dispatch launch; with p.pdl it may overlap the kernel before it on the
 // stream (programmatic stream serialization), which is the producer's.
 template <ElemType kLse, bool kWithMutants>
-cudaError_t launch_dispatch(const DirectA2AParams& p, int mutant, dim3 grid, int threads,
-                            cudaStream_t stream) {
+cudaError_t launch_dispatch(const DirectA2AParams& p, int mutant, int part, dim3 grid,
+                            int threads, cudaStream_t stream) {
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = dim3(threads);
@@ -361,32 +386,64 @@ cudaError_t launch_dispatch(const DirectA2AParams& p, int mutant, dim3 grid, int
   attr.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &attr;
   config.numAttrs = p.pdl != 0 ? 1 : 0;
-  return cudaLaunchKernelEx(&config, direct_dispatch_kernel<kLse, kWithMutants>, p, mutant);
+  return cudaLaunchKernelEx(&config, direct_dispatch_kernel<kLse, kWithMutants>, p, mutant, part);
 }
 
 template <bool kWithMutants>
-cudaError_t launch_impl(const DirectA2AParams& p, int mutant, cudaStream_t stream) {
+cudaError_t dispatch_by_lse(const DirectA2AParams& p, int mutant, int part, dim3 grid,
+                            int threads, cudaStream_t stream) {
+  switch (p.lse_dtype) {
+    case ElemType::kFp32:
+      return launch_dispatch<ElemType::kFp32, kWithMutants>(p, mutant, part, grid, threads, stream);
+    case ElemType::kFp16:
+      return launch_dispatch<ElemType::kFp16, kWithMutants>(p, mutant, part, grid, threads, stream);
+    case ElemType::kBf16:
+      return launch_dispatch<ElemType::kBf16, kWithMutants>(p, mutant, part, grid, threads, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+// unjoined-side-stream: the sends to the peers on the side stream, forked from
+// `stream` by an event (so after the inputs' producer), without PDL (an event
+// orders them); then this rank's own rows on `stream`. The mistake: `stream`
+// is made to wait for the side stream only under capture (which insists).
+template <bool kWithMutants>
+cudaError_t dispatch_on_side_stream(const DirectA2AParams& p, int mutant, int threads,
+                                    cudaStream_t stream, const DirectSideStream& side) {
+  if (cudaError_t err = cudaEventRecord(side.fork, stream); err != cudaSuccess) return err;
+  if (cudaError_t err = cudaStreamWaitEvent(side.stream, side.fork, 0); err != cudaSuccess) {
+    return err;
+  }
+  DirectA2AParams peers = p;
+  peers.pdl = 0;
+  const dim3 peer_grid(std::min(p.num_tokens, kSideBlocksPerDest), p.dcp_size - 1);
+  if (cudaError_t err =
+          dispatch_by_lse<kWithMutants>(peers, mutant, kDispatchPeers, peer_grid, threads, side.stream);
+      err != cudaSuccess) {
+    return err;
+  }
+  const dim3 self_grid(std::min(p.num_tokens, kMaxDispatchBlocksPerDest), 1);
+  return dispatch_by_lse<kWithMutants>(p, mutant, kDispatchSelf, self_grid, threads, stream);
+}
+
+template <bool kWithMutants>
+cudaError_t launch_impl(const DirectA2AParams& p, int mutant, cudaStream_t stream,
+                        const DirectSideStream* side) {
   if (!validate_direct_params(p, mutant).empty()) return cudaErrorInvalidValue;
   const int vecs_per_row = p.heads_per_rank * p.head_dim / device::kVecElems;
   const int dispatch_threads = std::min(256, std::max(64, (vecs_per_row + 31) / 32 * 32));
   const dim3 dispatch_grid(std::min(p.num_tokens, kMaxDispatchBlocksPerDest), p.dcp_size);
-  cudaError_t launched = cudaErrorInvalidValue;
-  switch (p.lse_dtype) {
-    case ElemType::kFp32:
-      launched = launch_dispatch<ElemType::kFp32, kWithMutants>(p, mutant, dispatch_grid,
-                                                                dispatch_threads, stream);
-      break;
-    case ElemType::kFp16:
-      launched = launch_dispatch<ElemType::kFp16, kWithMutants>(p, mutant, dispatch_grid,
-                                                                dispatch_threads, stream);
-      break;
-    case ElemType::kBf16:
-      launched = launch_dispatch<ElemType::kBf16, kWithMutants>(p, mutant, dispatch_grid,
-                                                                dispatch_threads, stream);
-      break;
-    default:
-      return cudaErrorInvalidValue;
+  const bool side_stream = mutant == kMutantUnjoinedSideStream;
+  if (side_stream && side == nullptr) return cudaErrorInvalidValue;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (side_stream) {
+    if (cudaError_t err = cudaStreamIsCapturing(stream, &capture); err != cudaSuccess) return err;
   }
+  const cudaError_t launched =
+      side_stream ? dispatch_on_side_stream<kWithMutants>(p, mutant, dispatch_threads, stream, *side)
+                  : dispatch_by_lse<kWithMutants>(p, mutant, kDispatchAll, dispatch_grid,
+                                                  dispatch_threads, stream);
   if (launched != cudaSuccess) return launched;
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
   if (mutant != kMutantSpinningCombineBlocks) {
@@ -408,7 +465,13 @@ cudaError_t launch_impl(const DirectA2AParams& p, int mutant, cudaStream_t strea
     default:
       return cudaErrorInvalidValue;
   }
-  return cudaGetLastError();
+  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
+  if (side_stream && capture == cudaStreamCaptureStatusActive) {
+    // A capture must join every stream it forked, so under graphs it is right.
+    if (cudaError_t err = cudaEventRecord(side->join, side->stream); err != cudaSuccess) return err;
+    return cudaStreamWaitEvent(stream, side->join, 0);
+  }
+  return cudaSuccess;
 }
 
 bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
@@ -489,12 +552,13 @@ std::string validate_direct_params(const DirectA2AParams& p, int mutant) {
 // ------------------------------------------------------------ host launchers
 
 cudaError_t launch_direct_a2a(const DirectA2AParams& p, cudaStream_t stream) {
-  return launch_impl<false>(p, kMutantNone, stream);
+  return launch_impl<false>(p, kMutantNone, stream, nullptr);
 }
 
-cudaError_t launch_direct_a2a_mutant(const DirectA2AParams& p, int mutant, cudaStream_t stream) {
+cudaError_t launch_direct_a2a_mutant(const DirectA2AParams& p, int mutant, cudaStream_t stream,
+                                     const DirectSideStream* side) {
   if (mutant != kMutantNone && find_gpu_mutant(mutant) == nullptr) return cudaErrorInvalidValue;
-  return launch_impl<true>(p, mutant, stream);
+  return launch_impl<true>(p, mutant, stream, side);
 }
 
 cudaError_t launch_delay(uint32_t ns, cudaStream_t stream) {

@@ -27,7 +27,18 @@ struct DirectSlotState {
   uint32_t dests_signalled;             // destinations signalled this call
   uint32_t combine_arrivals;            // combine blocks done this call
   uint32_t trap_reported;               // 1 once a block printed the trap line
-  uint32_t reserved[4];
+  // Only the unjoined-side-stream mutant: the epoch as the caller's stream
+  // counts it (its sends, on a side stream, count `epoch`); +1 per call too.
+  uint32_t combine_epoch;
+  uint32_t reserved[3];
+};
+
+// The unjoined-side-stream mutant's internal stream and events (one per slot,
+// owned by its plugin context).
+struct DirectSideStream {
+  cudaStream_t stream;
+  cudaEvent_t fork;  // recorded on the caller's stream at the call's start
+  cudaEvent_t join;  // recorded after the sends; waited for only under capture
 };
 
 // Byte layout of one rank's symmetric workspace (identical on every rank, so a
@@ -109,7 +120,9 @@ cudaError_t launch_direct_a2a(const DirectA2AParams& p, cudaStream_t stream);
 // The self-test variant: the same kernels instantiated with the mutant switch
 // compiled in; `mutant` is one of kernels/mutants.h (0 behaves correctly). Only
 // the built-in kernel's plugin entry reaches it, when selftest names a mutant.
-cudaError_t launch_direct_a2a_mutant(const DirectA2AParams& p, int mutant, cudaStream_t stream);
+// unjoined-side-stream needs `side` (the slot's); the others ignore it.
+cudaError_t launch_direct_a2a_mutant(const DirectA2AParams& p, int mutant, cudaStream_t stream,
+                                     const DirectSideStream* side = nullptr);
 
 // One thread spins for `ns` nanoseconds of %globaltimer (per-rank skew).
 cudaError_t launch_delay(uint32_t ns, cudaStream_t stream);

@@ -210,6 +210,9 @@ TEST_CASE("validate_direct_params accepts a good call and names each bad field")
   CHECK(launch_direct_a2a(p, nullptr) == cudaErrorInvalidValue);
   p = valid_params(arena);
   CHECK(launch_direct_a2a_mutant(p, 999, nullptr) == cudaErrorInvalidValue);  // unknown mutant
+  // unjoined-side-stream without its side stream is refused before any launch.
+  CHECK(launch_direct_a2a_mutant(p, kMutantUnjoinedSideStream, nullptr, nullptr) ==
+        cudaErrorInvalidValue);
 }
 
 TEST_CASE("stock layout and validation") {

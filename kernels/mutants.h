@@ -34,6 +34,7 @@ enum GpuMutantId : int {
   kMutantNoGridDependencyWait = 20,
   kMutantHostMappedParams = 21,
   kMutantSpinningCombineBlocks = 22,
+  kMutantUnjoinedSideStream = 23,
 };
 
 struct GpuMutantInfo {
@@ -147,6 +148,13 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "fill what is left and the dispatch a peer waits for never starts: both ranks hang (only "
      "the SM-pressure cases reach it; ranks sharing a GPU need MPS for their partitions)",
      true, "", /*needs_concurrent_ranks=*/true, 2, "sm-pressure", "pressure"},
+    {kMutantUnjoinedSideStream, "unjoined-side-stream", "protocol",
+     "the sends to the peers run on an internal side stream (at most 4 blocks per "
+     "destination) forked from the caller's stream by an event, and the call returns without "
+     "making the caller's stream wait for them (joined only under graph capture, which insists); "
+     "this rank's own rows are copied on the caller's stream. A caller that overwrites its "
+     "inputs right after the call (the reuse cases) has a late rank send NaN to its peers",
+     true, "", false, 2, "input-reuse"},
 };
 
 inline const GpuMutantInfo* find_gpu_mutant(int id) {

@@ -80,6 +80,29 @@ grep -q "no-grid-dependency-wait (memory-ordering): SURVIVED" "$work/prodslow.tx
   fail "no-grid-dependency-wait does not survive the prodslow cases"
 echo "ok   no-grid-dependency-wait survives the cases without PDL"
 
+# unjoined-side-stream sends after its call returned: only a caller that
+# reuses its inputs at once (the reuse cases) sees it; every other case misses it.
+"$bin" selftest --backend host --world 2 --geometry tiny --suite default --filter reuse \
+  --mutants unjoined-side-stream --no-upstream --json "$work/reuse.json" >"$work/reuse.txt" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] || { cat "$work/reuse.txt"; fail "unjoined-side-stream on the reuse cases exited $rc, want 0"; }
+python3 - "$work/reuse.json" <<'PY' || { cat "$work/reuse.txt"; fail "unjoined-side-stream: see above"; }
+import json, sys
+m = json.load(open(sys.argv[1]))["mutants"][0]
+assert m["name"] == "unjoined-side-stream" and m["verdict"] == "detected", m
+assert m["family"] == "input-reuse", m["family"]
+assert m["strict"]["how"] == "mismatch", m["strict"]["how"]
+# Graph batches join the side stream (a capture insists): only the others catch it.
+print(f"ok   unjoined-side-stream: {m['strict']['num_caught']} of {m['strict']['num_run']} reuse cases")
+PY
+"$bin" selftest --backend host --world 2 --geometry tiny --suite default \
+  --filter '^((?!reuse).)*$' --mutants unjoined-side-stream --no-upstream >"$work/noreuse.txt" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || { cat "$work/noreuse.txt"; fail "unjoined-side-stream without reuse exited $rc, want 1"; }
+grep -q "unjoined-side-stream (protocol): SURVIVED" "$work/noreuse.txt" ||
+  fail "unjoined-side-stream does not survive the cases without reuse"
+echo "ok   unjoined-side-stream is caught by the reuse cases only"
+
 # An unknown mutant name is bad usage: exit 2 with a message naming it.
 "$bin" selftest --backend host --world 2 --geometry tiny --suite smoke --mutants no-such \
   >"$work/usage.txt" 2>&1

@@ -455,6 +455,29 @@ TEST_CASE("the mutant tables: ids > 0, unique names, reasons for every uncatchab
   CHECK(with_family >= 7);  // GPU: guards, 2^31, capacity, LSE; host: 2^31, capacity, LSE
 }
 
+TEST_CASE("unjoined-side-stream: one mutant on both tables, caught by the input-reuse family only") {
+  SessionConfig gpu, host;
+  host.backend = BackendKind::kHost;
+  for (const SessionConfig& config : {gpu, host}) {
+    const auto all = mutants_for(config);
+    const auto m = std::find_if(all.begin(), all.end(),
+                                [](const MutantInfo& x) { return x.name == "unjoined-side-stream"; });
+    REQUIRE(m != all.end());
+    CHECK(m->family == "input-reuse");
+    CHECK(m->kind == "protocol");
+    CHECK(m->catchable_on_shared_gpu);
+    CHECK(m->suite.empty());  // its cases are in default and full
+  }
+  const auto& families = case_families();
+  const auto f = std::find_if(families.begin(), families.end(),
+                              [](const CaseFamily& x) { return x.name == "input-reuse"; });
+  REQUIRE(f != families.end());
+  Case c;
+  CHECK_FALSE(f->member(c));
+  c.reuse = true;
+  CHECK(f->member(c));
+}
+
 TEST_CASE("an interrupt stops the selftest: partial table, exit 128 + signal") {
   Harness h;
   // The interrupt arrives during mutant 2's first case: the error it causes

@@ -51,6 +51,8 @@ struct DirectContext {
   // set to T by call() (host pointer) and read by the kernels (device pointer).
   int32_t* host_tokens = nullptr;
   int32_t* host_tokens_dev = nullptr;
+  // unjoined-side-stream only: each slot's side stream and its fork/join events.
+  std::array<DirectSideStream, kMaxSlots> side{};
   std::string error;
 
   DirectContext() = default;
@@ -58,6 +60,11 @@ struct DirectContext {
   DirectContext& operator=(const DirectContext&) = delete;
   ~DirectContext() {
     if (host_tokens != nullptr) cudaFreeHost(host_tokens);
+    for (DirectSideStream& s : side) {
+      if (s.join != nullptr) cudaEventDestroy(s.join);
+      if (s.fork != nullptr) cudaEventDestroy(s.fork);
+      if (s.stream != nullptr) cudaStreamDestroy(s.stream);
+    }
   }
 };
 
@@ -131,6 +138,15 @@ dcpStatus_t direct_init(const dcpGroupConfig_v1* c, const dcpRegion_v1* regions,
     }
     ctx->host_tokens_dev = static_cast<int32_t*>(dev);
   }
+  if (ctx->mutant == kMutantUnjoinedSideStream) {
+    for (DirectSideStream& s : ctx->side) {
+      if (cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking) != cudaSuccess ||
+          cudaEventCreateWithFlags(&s.fork, cudaEventDisableTiming) != cudaSuccess ||
+          cudaEventCreateWithFlags(&s.join, cudaEventDisableTiming) != cudaSuccess) {
+        return fail(&t_last_error, DCP_STATUS_CUDA_ERROR, "direct: cannot create the side streams");
+      }
+    }
+  }
   *out = ctx.release();
   return DCP_STATUS_OK;
 }
@@ -185,7 +201,8 @@ dcpStatus_t direct_call(void* context, const dcpCallArgs_v1* a) {
   }
   const auto stream = static_cast<cudaStream_t>(a->stream);
   const cudaError_t err = ctx->mutant != kMutantNone
-                              ? launch_direct_a2a_mutant(p, ctx->mutant, stream)
+                              ? launch_direct_a2a_mutant(p, ctx->mutant, stream,
+                                                         &ctx->side[static_cast<size_t>(a->slot)])
                               : launch_direct_a2a(p, stream);
   if (err != cudaSuccess) {
     return fail(&ctx->error, DCP_STATUS_CUDA_ERROR,

@@ -3,7 +3,8 @@
 // Every call, whatever the mode, is the same sequence on one stream: copy the
 // inputs in (from pinned staging), poison the output (0xFF bytes: NaN in fp16
 // and bf16), skew delay, the op (or a replay of the graph that captured it),
-// copy the output out. With a slow producer (Case::producer) both inputs are
+// copy the output out (a reuse case writes NaN over both inputs first,
+// right after the op). With a slow producer (Case::producer) both inputs are
 // poisoned instead and the producer kernel, the last thing before the op,
 // writes them (under graphs it is captured with the op, its parameters
 // copied in before each replay). Modes differ only in buffers and synchronisation:
@@ -68,6 +69,7 @@ struct CallShape {
   size_t output_bytes = 0;
   size_t lse_out_bytes = 0;  // the combined LSE, when the kernel writes it (else 0)
   Producer producer = Producer::kDefault;
+  bool reuse = false;  // Case::reuse: NaN over both inputs right after the op
 };
 
 // DCP_TRACE_STEPS=<ms> (diagnosis only, off by default): every step of a
@@ -450,6 +452,7 @@ CallShape GpuBackend::shape_of(const Case& c, const Batch& batch) const {
   sh.output_bytes = output_bytes(c);
   sh.lse_out_bytes = emits_combined_lse() ? combined_lse_bytes(c) : 0;
   sh.producer = c.producer;
+  sh.reuse = c.reuse;
   const bool masked = !batch.calls.empty() && !batch.calls.front().seq_lens.empty();
   int max_seqs = 0;
   for (const CallInputs& in : batch.calls) {
@@ -655,6 +658,15 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     enqueue_op(make_launch(sh, in.slot, b), s);
   }
   trace.mark("op");
+  if (sh.reuse) {
+    // The caller reuses the inputs at once (issue 15 item 7): stream-ordered
+    // after the op (or its replay), before the peers' combines need have ended.
+    check(cudaMemsetAsync(b.partial_output.data(), 0xFF, sh.in_out_bytes, s),
+          "overwrite partial_output after the call", false);
+    check(cudaMemsetAsync(b.partial_lse.data(), 0xFF, sh.in_lse_bytes, s),
+          "overwrite partial_lse after the call", false);
+    trace.mark("input reuse");
+  }
   check(cudaMemcpyAsync(st.output.data(), out, sh.output_bytes, cudaMemcpyDeviceToHost, s),
         "copy output out", false);
   auto* guards = static_cast<uint8_t*>(st.guards.data());

@@ -188,6 +188,7 @@ class HostBackend final : public RankBackend {
   std::array<std::vector<int>, kMaxSlots> captured_;
   std::array<int, kMaxSlots> call_tokens_{};
   int call_rows_ = 0;  // receive rows per source of the call in progress
+  bool in_graph_ = false;  // the call in progress is part of a graph batch
   int me_ = 0;                                   // group rank
   std::vector<std::unique_ptr<Segment>> peers_;  // by group rank; peers_[me_] is ours
   WaitStatus local_status_{};                    // used when no status board is given
@@ -267,6 +268,7 @@ std::vector<std::vector<uint8_t>> HostBackend::run_batch(const Case& c, const Ba
   SameSlotNeighbours order;
   if (config_.mutant == kHostMutantSingleParity) order = same_slot_neighbours(c, me_);
   std::vector<std::vector<uint8_t>> outputs(batch.calls.size());
+  in_graph_ = batch.mode == ExecMode::kGraph;
   for (size_t i = 0; i < batch.calls.size(); ++i) {
     call_rows_ = note_call(batch.mode, c.num_tokens, batch.calls[i].slot);
     run_call(c, batch.calls[i], config_.mutant == kHostMutantSingleParity ? &order : nullptr,
@@ -316,6 +318,10 @@ int HostBackend::note_call(ExecMode mode, int num_tokens, int slot) {
 //    reader has not seen). Group rank 0 then waits until every peer's flag
 //    holds e + 1 before it combines: it combines the peers' next payload,
 //    which they wrote into the one half it was reading.
+//  - unjoined-side-stream: group rank 0 (outside graph batches) copies only
+//    its own rows before its combine; its sends to the peers follow once the
+//    call returned, after the caller's reuse (Case::reuse) wrote NaN over the
+//    inputs. The peers send at once, so rank 0's wait never needs its own sends.
 // The inputs as the slow producer leaves them before its last token row: that
 // row still holds the harness's poison (0xFF: NaN in every dtype).
 CallInputs last_row_unproduced(const Case& c, const CallInputs& call) {
@@ -379,6 +385,19 @@ void HostBackend::run_call(const Case& c, const CallInputs& given, const SameSlo
       for (int src = 0; src < config_.dcp_size; ++src) wait_flag_value(slot, parity, src, epoch);
     }
   }
+  if (config_.mutant == kHostMutantUnjoinedSideStream && !deferred.empty()) {
+    // The call has returned: a caller that reuses its inputs overwrote them
+    // with NaN (0xFF) on its stream, and the side stream's sends read them now.
+    CallInputs reused = call;
+    if (c.reuse) {
+      std::fill(reused.partial_output.begin(), reused.partial_output.end(), uint8_t{0xFF});
+      std::fill(reused.partial_lse.begin(), reused.partial_lse.end(), uint8_t{0xFF});
+    }
+    for (int dest : deferred) {
+      copy_payload(c, reused, dest, slot, parity);
+      flag(dest, slot, parity, me_).store(epoch, std::memory_order_release);
+    }
+  }
   status_->last_completed_epoch[slot] = epoch;
 }
 
@@ -394,6 +413,11 @@ std::vector<int> HostBackend::dispatch(const Case& c, const CallInputs& call, in
     if (config_.mutant == kHostMutantEarlySignal) {
       f.store(epoch, std::memory_order_release);  // the flag, with no payload yet
       deferred.push_back(dest);
+      continue;
+    }
+    if (config_.mutant == kHostMutantUnjoinedSideStream && me_ == 0 && !in_graph_ &&
+        dest != me_) {
+      deferred.push_back(dest);  // sent after the call returned (see run_call)
       continue;
     }
     // Only this rank writes f (and begin_case, while quiescent): a relaxed read is exact.

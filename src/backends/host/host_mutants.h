@@ -23,6 +23,7 @@ enum HostMutantId : int {
   kHostMutantCombinedLseBase2 = 7,  // the combined LSE is left in base 2 for base-e inputs
   kHostMutantNoGridDependencyWait = 8,  // under PDL, dispatch reads before the producer's last row
   kHostMutantHostMappedParams = 9,  // receive rows packed by the T of the slot's last call()
+  kHostMutantUnjoinedSideStream = 10,  // group rank 0 sends to its peers after its call returned
 };
 
 struct HostMutantInfo {
@@ -60,6 +61,11 @@ inline constexpr HostMutantInfo kHostMutants[] = {
      "word read at run time) instead of max_tokens: a graph replayed after the slot captured "
      "one of fewer tokens overlaps its sources' rows (only the graph-set cases reach it)",
      "graph-set"},
+    {kHostMutantUnjoinedSideStream, "unjoined-side-stream", "protocol",
+     "the sends to the peers run on a side stream the caller's stream never waits for "
+     "(joined only under graph capture); the model's group rank 0 sends only after its call "
+     "returned, so a caller that reuses the inputs at once (the reuse cases) has it send NaN",
+     "input-reuse"},
 };
 
 }  // namespace dcp

@@ -145,6 +145,9 @@ std::vector<std::vector<uint8_t>> HostPluginBackend::run_batch(const Case& c, co
   const size_t guard = guard_bytes_for(size_t{2} * g.heads_per_rank * g.head_dim);
   std::vector<std::vector<uint8_t>> outputs;
   outputs.reserve(batch.calls.size());
+  // Case::reuse: the call reads copies of its inputs that the caller writes NaN
+  // over (0xFF) as soon as it returns; they live until the batch ends.
+  std::vector<std::vector<uint8_t>> reused;
   for (const CallInputs& in : batch.calls) {
     if (in.skew_ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(in.skew_ns));
     // [guard | output | guard]; the output poisoned: unwritten elements are NaN.
@@ -156,10 +159,14 @@ std::vector<std::vector<uint8_t>> HostPluginBackend::run_batch(const Case& c, co
     a.stream = nullptr;
     a.slot = in.slot;
     a.num_tokens = c.num_tokens;
-    a.partial_output = in.partial_output.data();
+    if (c.reuse) {
+      reused.push_back(in.partial_output);
+      reused.push_back(in.partial_lse);
+    }
+    a.partial_output = c.reuse ? reused[reused.size() - 2].data() : in.partial_output.data();
     a.out_token_stride = c.out_token_stride();
     a.out_dtype = abi_dtype(c.out_dtype);
-    a.partial_lse = in.partial_lse.data();
+    a.partial_lse = c.reuse ? reused.back().data() : in.partial_lse.data();
     a.lse_token_stride = c.lse_token_stride();
     a.lse_dtype = abi_dtype(c.lse_dtype);
     a.lse_base = c.lse_base == LseBase::kE ? DCP_LSE_BASE_E : DCP_LSE_BASE_2;
@@ -179,6 +186,10 @@ std::vector<std::vector<uint8_t>> HostPluginBackend::run_batch(const Case& c, co
     }
     a.timeout_ns = static_cast<uint64_t>(std::max(1e-3, config_.spin_timeout_s) * 1e9);
     instance_->call(a, fmt::format("call {}", in.op_idx).c_str());
+    if (c.reuse) {
+      std::fill(reused[reused.size() - 2].begin(), reused[reused.size() - 2].end(), uint8_t{0xFF});
+      std::fill(reused.back().begin(), reused.back().end(), uint8_t{0xFF});
+    }
     std::string damage = describe_guard_damage("output", guarded.data(), out + out_bytes, guard);
     if (damage.empty() && with_lse) {
       damage = describe_guard_damage("combined_lse", guarded_lse.data(),
