@@ -682,6 +682,32 @@ std::vector<AxisDesc> make_table() {
        .label = [](const Case& c) {
          return c.pressure > 0 ? fmt::format("{}%", c.pressure) : std::string("none");
        }},
+      // Two kernel contexts per rank (Case::num_contexts): optional token
+      // "ctx2". Not a suite axis (suites.cpp adds the family's cases); drawn
+      // last of all (kDrawOrder), so other random cases keep their values.
+      {.name = "contexts",
+       .token = [](const Case& c) {
+         return c.num_contexts == 2 ? std::string("ctx2") : std::string();
+       },
+       .read = [](IdTokens& t, Case& c) {
+         if (!t.peek().starts_with("ctx")) return std::string();
+         if (t.peek() != "ctx2") return bad(t.peek(), "ctx2");
+         c.num_contexts = 2;
+         t.next();
+         return std::string();
+       },
+       .draw = [](Rng& r, Case& c, const RandomContext&) {
+         if (r.chance(0.05)) c.num_contexts = 2;
+       },
+       .shrink = [](const Case& c, std::vector<Case>& out) {
+         if (c.num_contexts > 1) out.push_back(c), out.back().num_contexts = 1;
+       },
+       .measure = [](const Case& c) { return int64_t{c.num_contexts > 1}; },
+       .to_json = [](const Case& c, json& j) {
+         if (c.num_contexts > 1) j["num_contexts"] = c.num_contexts;
+       },
+       .from_json = [](const json& j, Case& c) { c.num_contexts = j.value("num_contexts", 1); },
+       .label = [](const Case& c) { return fmt::format("{}", c.num_contexts); }},
       // Drawn by suites and random_case from their own seeds, never shrunk.
       {.name = "seed",
        .token = [](const Case& c) { return fmt::format("s{:06x}", c.seed); },
@@ -689,7 +715,8 @@ std::vector<AxisDesc> make_table() {
          const std::string_view tok = t.peek();
          const auto seed = tok.starts_with("s") ? parse_hex(tok.substr(1)) : std::nullopt;
          if (!seed) {
-           return bad(tok, "[-l<layers>][-skew][-ep<hex>][-prod<slow|pdl>][-press<pct>]-s<hex seed>");
+           return bad(tok,
+                    "[-l<layers>][-skew][-ep<hex>][-prod<slow|pdl>][-press<pct>][-ctx2]-s<hex seed>");
          }
          c.seed = *seed;
          t.next();

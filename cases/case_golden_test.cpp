@@ -4,7 +4,8 @@
 // table (cases/axes.h) existed; a change here is a change users see. Since
 // then: the producer axis added the producer cases to default and full, draws
 // it in random cases (after every other axis: their values are unchanged) and
-// shrinks it.
+// shrinks it; the contexts axis (-ctx2) did the same (checked: with
+// num_contexts reset to 1 the suites' and random cases hash as before).
 //
 // Every case is also hashed through fields_text(), written out field by field
 // here and not through the table, so the ids and the cases are pinned
@@ -40,7 +41,8 @@ std::string fields_text(const Case& c) {
       c.epoch_start ? fmt::format("{:x}", *c.epoch_start) : "-", c.seed) +
          // Later axes, only off their default (so the cases before them hash as they did).
          (c.producer != Producer::kDefault ? fmt::format("|prod{}", static_cast<int>(c.producer))
-                                           : "");
+                                           : "") +
+         (c.num_contexts != 1 ? fmt::format("|ctx{}", c.num_contexts) : "");
 }
 
 // Running FNV-1a over lines, plus a count.
@@ -101,12 +103,12 @@ const std::vector<Golden> kSuiteGolden = {
     {"smoke/w2", "48 2a9b69a9428148cd 62bb217a4cdbec95"},
     {"smoke/w4", "60 a9493bf3095d20c6 dd1ea2d32846a97c"},
     {"smoke/w8", "72 547c035542b11f56 228e5f4479f8ead8"},
-    {"default/w2", "804 86870fb7119d92b1 1318fd77c87e9250"},
-    {"default/w4", "1624 f4a2955e7bde7e25 793e2b9d150c012f"},
-    {"default/w8", "2428 a0748253d8b9fac9 80c81b8cfdbfbc41"},
-    {"full/w2", "84546 9081cf84f6226929 afb92dce53f6f3e3"},
-    {"full/w4", "169092 f3915ecad7c1ea76 c49491b319f72afd"},
-    {"full/w8", "253638 a4aea9234f044600 240237ccfdd03134"},
+    {"default/w2", "852 6116fde15dac4bd4 c3c593bc6492795e"},
+    {"default/w4", "1720 3eae8d1e7539ec92 9e5016169e0b97f4"},
+    {"default/w8", "2572 6d7d713aefeb2ea7 def5ceaa26ce743b"},
+    {"full/w2", "84570 c10ccc3cc8511179 cdef749266d238f1"},
+    {"full/w4", "169140 8d9769fc59889354 aacbf0fe22dbcce6"},
+    {"full/w8", "253710 963ed181b149500c 30150d907240c8f0"},
     {"upstream/w2", "96 b35b360fd5ce87a1 95ba1871c9420829"},
     {"upstream/w4", "192 970a36cb456b5735 f380d0003f3b4159"},
     {"upstream/w8", "288 dfefd91adc967c7d e847e7da96bebd41"},
@@ -116,17 +118,17 @@ const std::vector<Golden> kSuiteGolden = {
 };
 
 const std::vector<Golden> kRandomGolden = {
-    {"random/w2", "9600 47275e8440b7da71 f69f8fba6c5658e1"},
-    {"random/w3", "9600 5868f02f20eb8397 499734d659af0241"},
-    {"random/w4", "9600 2998e1420c13e8cf beccdf6f667ab119"},
-    {"random/w6", "9600 f8e884e3b810b673 a976c0eeca04afce"},
-    {"random/w8", "9600 890ed6b73a22bf1a 2c2d554a937563a9"},
+    {"random/w2", "9600 353a1b559e3818dd ceb10b6cce8eb48d"},
+    {"random/w3", "9600 ad0bcf7b9e6d5fa7 105c5c1f420fa195"},
+    {"random/w4", "9600 0c7c48df067fff09 b7109897a0a4ef91"},
+    {"random/w6", "9600 b3cb823020d8d515 4b373182eb037ad5"},
+    {"random/w8", "9600 36a0e8e49826cb0c 432b1dbdca277332"},
 };
 
 const std::vector<Golden> kShrinkGolden = {
-    {"shrink/random", "16076 fb7233ad9bd2e8cd c199f9c85f023477"},
-    {"shrink/suites", "2291 a33eecbc158b9d99 c28054fd25437d91"},
-    {"shrink/chains", "7671 1a6f4f116dfbac4b 910b6861b65d68f9"},
+    {"shrink/random", "16163 7f7d0033b1a008dc 557dd959a1cb6a87"},
+    {"shrink/suites", "2380 b77960c895a1813a a1e208f6f348b64a"},
+    {"shrink/chains", "7733 4b196714405a37d4 db74ae3f227198dd"},
 };
 
 TEST_CASE("golden: every case of every suite keeps its id and fields") {

@@ -46,6 +46,12 @@ const std::vector<CaseFamily>& case_families() {
        "spinning blocks that fill the SMs left, so the dispatch a peer waits for never starts "
        "(spinning-combine-blocks)",
        [](const Case& c) { return c.pressure > 0; }},
+      {"two-contexts",
+       "two kernel contexts per rank (two layers, each with its own workspace), the case's ops "
+       "alternating between them in a seeded order, eager, pipelined and under graphs",
+       "global state shared by every context in the process, so one context's calls use "
+       "another's (global-recv-buffers)",
+       [](const Case& c) { return c.num_contexts == 2; }},
       {"guard-zones", "every case: canaries before and after the output and after every payload region",
        "a write out of bounds that hits no live buffer (write-past-output)",
        [](const Case&) { return true; }},

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "families.h"
 #include "geometry.h"
 #include "plan.h"
 #include "random_case.h"
@@ -303,10 +304,38 @@ TEST_CASE("smoke, full and dcp sizes") {
   CHECK(smoke.size() <= 8);
   const auto full = build_suite("full", {2, *find_geometry("tiny"), 0});
   // tiny: 6 token counts; plus the capacity family (2 cases per group size),
-  // the producer cases (5 per group size) and the graph-set family (T 32 and
-  // 17, one and two slots).
-  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2 + 2 + 5 + 4);
+  // the producer cases (5 per group size), the graph-set family (T 32 and
+  // 17, one and two slots) and the two-contexts family (4 per group size).
+  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2 + 2 + 5 + 4 + 4);
   CHECK_THROWS_AS(build_suite("nope", {2, *find_geometry("tiny"), 0}), std::invalid_argument);
+}
+
+TEST_CASE("default and full hold the two-contexts cases: eager, pipelined, graph, 1 and 2 slots") {
+  for (const char* suite : {"default", "full"}) {
+    for (int world : {2, 4}) {
+      const auto cases = build_suite(suite, {world, *find_geometry("tiny"), 0});
+      for (int w : dcp_sizes_for_world(world)) {
+        std::set<std::string> shapes;
+        for (const Case& c : cases) {
+          if (c.dcp_size != w || c.num_contexts != 2) continue;
+          shapes.insert(fmt::format("{}-ub{}", to_string(c.mode), c.num_slots));
+          bool member = false;
+          for (const CaseFamily& f : case_families()) member |= f.name == "two-contexts" && f.member(c);
+          CHECK(member);
+        }
+        CAPTURE(suite);
+        CAPTURE(w);
+        for (const char* s : {"eager-ub1", "pipe-ub1", "pipe-ub2", "graph-ub2"}) {
+          CHECK_MESSAGE(shapes.count(s) == 1, s);
+        }
+      }
+    }
+  }
+  // stress draws the axis now and then.
+  int two = 0;
+  for (uint64_t i = 0; i < 2000; ++i) two += random_case(7, i, 4, *find_geometry("kimi")).num_contexts == 2;
+  CHECK(two > 40);
+  CHECK(two < 200);
 }
 
 }  // namespace

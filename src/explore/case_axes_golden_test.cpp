@@ -3,8 +3,9 @@
 // computed by main e88f6fa's case_json (failure_bundle.cpp) and case_axes
 // (report_terminal.cpp), copied into a scratch program, before the axis table
 // (cases/axes.h) existed; the producer axis then added its JSON field and
-// label to every case (and a producer to some random ones), and the pressure
-// axis its label. To print the
+// label to every case (and a producer to some random ones), the pressure
+// axis its label, and the contexts axis its label (and its JSON field to the
+// random cases that draw -ctx2). To print the
 // current values: DCP_PRINT_GOLDEN=1 core_tests -tc='golden*'.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -59,7 +60,7 @@ TEST_CASE("golden: a failure bundle's scenario JSON keeps every field") {
     b.scenario = c;
     d.add(failure_bundle_json(b)["scenario"].dump());
   }
-  check_golden("bundle", d, "1224 769ecd84da8eb8d6");
+  check_golden("bundle", d, "1224 422c8786f365b627");
 }
 
 TEST_CASE("golden: the terminal's axis labels of a case") {
@@ -69,7 +70,7 @@ TEST_CASE("golden: the terminal's axis labels of a case") {
     for (const auto& [axis, value] : case_axes(c)) line += axis + "=" + value + " ";
     d.add(line);
   }
-  check_golden("axes", d, "1224 5850360859884033");
+  check_golden("axes", d, "1224 6e3768de0084ead0");
 }
 
 }  // namespace
