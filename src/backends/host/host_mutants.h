@@ -23,6 +23,7 @@ enum HostMutantId : int {
   kHostMutantCombinedLseBase2 = 7,  // the combined LSE is left in base 2 for base-e inputs
   kHostMutantNoGridDependencyWait = 8,  // under PDL, dispatch reads before the producer's last row
   kHostMutantHostMappedParams = 9,  // receive rows packed by the T of the slot's last call()
+  kHostMutantGlobalRecvBuffers = 11,  // own receive buffers are context 0's in every context
 };
 
 struct HostMutantInfo {
@@ -60,6 +61,11 @@ inline constexpr HostMutantInfo kHostMutants[] = {
      "word read at run time) instead of max_tokens: a graph replayed after the slot captured "
      "one of fewer tokens overlaps its sources' rows (only the graph-set cases reach it)",
      "graph-set"},
+    {kHostMutantGlobalRecvBuffers, "global-recv-buffers", "protocol",
+     "this rank's own receive buffers are a process-wide singleton (the first context's) while "
+     "flags stay per context: the second context's calls combine the first's stale payloads "
+     "(only the two-contexts cases reach it)",
+     "two-contexts"},
 };
 
 }  // namespace dcp
