@@ -113,6 +113,10 @@ step_families() {
       --mutants host-mapped-params --filter graphs
     run_expect "w$w host-mapped-params without" 1 selftest "${args[@]}" \
       --mutants host-mapped-params --filter '^((?!graphs).)*$'
+    run_expect "w$w global-recv-buffers by ctx2" 0 selftest "${args[@]}" \
+      --mutants global-recv-buffers --filter ctx2
+    run_expect "w$w global-recv-buffers without" 1 selftest "${args[@]}" \
+      --mutants global-recv-buffers --filter '^((?!ctx2).)*$'
   done
   run_expect "selftest w4 kimi mps" 0 selftest --world 4 --geometry kimi --mps on --fast \
     --json "$OUT/selftest-w4.json"

@@ -34,6 +34,7 @@ enum GpuMutantId : int {
   kMutantNoGridDependencyWait = 20,
   kMutantHostMappedParams = 21,
   kMutantSpinningCombineBlocks = 22,
+  kMutantGlobalRecvBuffers = 24,
 };
 
 struct GpuMutantInfo {
@@ -150,6 +151,12 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "on one shared H200 a rank's op does not start while its pressure kernel runs (cause "
      "open, docs/DESIGN.md 'SM pressure'), so a hang under pressure is not this mutant's",
      /*needs_concurrent_ranks=*/true, 2, "sm-pressure", "pressure"},
+    {kMutantGlobalRecvBuffers, "global-recv-buffers", "protocol",
+     "the plugin keeps this rank's own receive buffers in a process-wide singleton (per group "
+     "and shape) that the first context's init sets; flags and peers' buffers stay the "
+     "context's. With one context per process it is the correct kernel; a second context's "
+     "calls combine the first context's stale payloads (only the two-contexts cases reach it)",
+     true, "", false, 2, "two-contexts"},
 };
 
 inline const GpuMutantInfo* find_gpu_mutant(int id) {
