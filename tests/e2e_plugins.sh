@@ -86,6 +86,23 @@ assert ranks and all(r["num_mismatches"] == 0 for r in ranks), "the output itsel
 msg = ranks[0]["error"]
 assert "'output' was written past its end: 2 bytes changed, the first at +0 after the end" in msg, msg
 PY
+# Two contexts in one process (-ctx2): a plugin whose own receive buffers are
+# per-process statics fails exactly the two-contexts cases. World 2 and the tiny
+# cases only: one workspace per process, so every other case has one context
+# and passes (the upstream cases' kimi-k3 workspace would be a second one).
+expect 1 "a plugin with state shared by its contexts fails the ctx2 cases" -- --backend host \
+  --world 2 --geometry tiny --timeout 5 --filter '^dcp2-tiny-' --kernel "$(lib _global_recv)" \
+  --json "$WORK/ctx2.json"
+python3 - "$WORK/ctx2.json" <<'PY' || fail "the shared-state plugin does not fail exactly the ctx2 cases"
+import json, sys
+report = json.load(open(sys.argv[1]))
+cases = report["cases"]
+ctx2 = [c for c in cases if "-ctx2-" in c["id"]]
+assert ctx2, "no ctx2 case ran"
+for c in cases:
+    want = "fail" if c in ctx2 else "pass"
+    assert c["status"] == want, (c["id"], c["status"])
+PY
 expect 0 "stress runs the plugin" -- stress --backend host --world 2 --geometry tiny \
   --kernel "$(lib "")" --duration 3s --seed 7
 
