@@ -207,7 +207,7 @@ class HostBackend final : public RankBackend {
   std::array<std::vector<std::unique_ptr<Segment>>, kMaxContexts> segments_;
   int ctx_ = 0;  // the context of the call in progress
   Rendezvous* rendezvous_ = nullptr;  // the worker's, outlives this backend
-  WaitStatus local_status_{};                    // used when no status board is given
+  WaitStatus local_status_{};  // used when no status board is given
   WaitStatus* status_ = nullptr;
 };
 
@@ -216,6 +216,13 @@ HostBackend::HostBackend(const BackendConfig& config, Rendezvous& rendezvous)
   status_ = config.status != nullptr ? config.status : &local_status_;
   DCP_CHECK(static_cast<int>(config.members.size()) == config.dcp_size, HarnessError,
             "host backend: {} members for dcp size {}", config.members.size(), config.dcp_size);
+  rendezvous_ = &rendezvous;
+  map_context(0, rendezvous);
+}
+
+// Each context's segments are checked against /dev/shm's free space as they are made.
+void HostBackend::map_context(int ctx, Rendezvous& rendezvous) {
+  const BackendConfig& config = config_;
   struct statvfs vfs {};
   if (statvfs("/dev/shm", &vfs) == 0) {
     const size_t free_bytes = static_cast<size_t>(vfs.f_bavail) * vfs.f_frsize;
@@ -224,12 +231,6 @@ HostBackend::HostBackend(const BackendConfig& config, Rendezvous& rendezvous)
               "geometry: lower --max-tokens or enlarge /dev/shm",
               free_bytes >> 20, layout_.total_bytes >> 20);
   }
-  rendezvous_ = &rendezvous;
-  map_context(0, rendezvous);
-}
-
-void HostBackend::map_context(int ctx, Rendezvous& rendezvous) {
-  const BackendConfig& config = config_;
   const std::string suffix = ctx == 0 ? "" : kContextSegmentSuffix;
   const std::string tag = fmt::format("host-g{}x{}{}", config.dcp_size, config.group_idx, suffix);
   std::vector<std::unique_ptr<Segment>> peers(static_cast<size_t>(config.dcp_size));
