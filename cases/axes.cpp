@@ -715,8 +715,8 @@ std::vector<AxisDesc> make_table() {
          const std::string_view tok = t.peek();
          const auto seed = tok.starts_with("s") ? parse_hex(tok.substr(1)) : std::nullopt;
          if (!seed) {
-           return bad(tok,
-                    "[-l<layers>][-skew][-ep<hex>][-prod<slow|pdl>][-press<pct>][-ctx2]-s<hex seed>");
+           return bad(tok, "[-l<layers>][-skew][-ep<hex>][-prod<slow|pdl>][-press<pct>][-ctx2]"
+                           "-s<hex seed>");
          }
          c.seed = *seed;
          t.next();

@@ -282,9 +282,9 @@ TEST_CASE("the contexts token: optional ctx2, last before the seed, round trips"
     CHECK_MESSAGE(err.find(fmt::format("'{}'", bad)) != std::string::npos, err);
   }
   std::string err;  // its place is after the pressure, before the seed
-  CHECK_FALSE(parse_case_id(
-                  "dcp4-kimi-bf16-lsefp32-base2-t17-contig-emptyone-ub2-graph4-ctx2-prodslow-s1a2b3c",
-                  &err)
+  CHECK_FALSE(parse_case_id("dcp4-kimi-bf16-lsefp32-base2-t17-contig-emptyone-ub2-graph4-ctx2-"
+                            "prodslow-s1a2b3c",
+                            &err)
                   .has_value());
 }
 

@@ -1,7 +1,8 @@
 // Suites. `default` is a greedy pairwise covering array, built once per DCP
 // group size, over the main axes and the secondary ones (every pair of values
 // of any two axes appears with every group size), plus the upstream test's
-// own cases and the field-failure families' cases (families.h). `full` is the product of the main axes, secondary axes cycled.
+// own cases and the field-failure families' cases (families.h). `full` is the
+// product of the main axes, secondary axes cycled.
 // The axes and their values are the table's (cases/axes.h).
 #include "suites.h"
 

@@ -320,7 +320,9 @@ TEST_CASE("default and full hold the two-contexts cases: eager, pipelined, graph
           if (c.dcp_size != w || c.num_contexts != 2) continue;
           shapes.insert(fmt::format("{}-ub{}", to_string(c.mode), c.num_slots));
           bool member = false;
-          for (const CaseFamily& f : case_families()) member |= f.name == "two-contexts" && f.member(c);
+          for (const CaseFamily& f : case_families()) {
+            member |= f.name == "two-contexts" && f.member(c);
+          }
           CHECK(member);
         }
         CAPTURE(suite);
@@ -333,7 +335,9 @@ TEST_CASE("default and full hold the two-contexts cases: eager, pipelined, graph
   }
   // stress draws the axis now and then.
   int two = 0;
-  for (uint64_t i = 0; i < 2000; ++i) two += random_case(7, i, 4, *find_geometry("kimi")).num_contexts == 2;
+  for (uint64_t i = 0; i < 2000; ++i) {
+    two += random_case(7, i, 4, *find_geometry("kimi")).num_contexts == 2 ? 1 : 0;
+  }
   CHECK(two > 40);
   CHECK(two < 200);
 }

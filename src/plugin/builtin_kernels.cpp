@@ -137,9 +137,10 @@ dcpStatus_t direct_init(const dcpGroupConfig_v1* c, const dcpRegion_v1* regions,
     ctx->mutant = m->id;
   }
   if (ctx->mutant == kMutantGlobalRecvBuffers) {
+    const auto members = ctx->members.begin();
     ctx->recv_key = fmt::format("{}/{}/{}x{}x{}x{}", c->group_rank,
-                                fmt::join(ctx->members.begin(), ctx->members.begin() + c->group_size, ","),
-                                c->group_size, c->max_tokens, c->heads_per_rank, c->head_dim);
+                                fmt::join(members, members + c->group_size, ","), c->group_size,
+                                c->max_tokens, c->heads_per_rank, c->head_dim);
     const std::lock_guard<std::mutex> lock(g_recv_mutex);
     const auto [it, inserted] =
         g_recv_singleton.emplace(ctx->recv_key, ctx->workspace[ctx->group_rank]);

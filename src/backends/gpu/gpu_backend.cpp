@@ -898,7 +898,8 @@ void GpuBackend::check_region_tail(const MappedRegion& m, std::vector<std::strin
   std::vector<uint8_t> host(m.tail_guard);
   check(cudaMemcpy(host.data(), tail, m.tail_guard, cudaMemcpyDeviceToHost), "copy region tail",
         false);
-  const std::string damage = describe_guard_damage(m.request.name, nullptr, host.data(), m.tail_guard);
+  const std::string damage =
+      describe_guard_damage(m.request.name, nullptr, host.data(), m.tail_guard);
   if (damage.empty()) return;
   if (out != nullptr) out->push_back(fmt::format("after the batch: {}", damage));
   check(cudaMemset(tail, kGuardCanary, m.tail_guard), "refill region tail", false);
