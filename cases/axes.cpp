@@ -659,8 +659,9 @@ std::vector<AxisDesc> make_table() {
          if (j.contains("producer")) json_get_name<&Case::producer>("producer", kProducers)(j, c);
        },
        .label = label_of<&Case::producer>},
-      // SM pressure: only the `pressure` suite sets it (not drawn by random
-      // scenarios yet: docs/DESIGN.md, "SM pressure"). JSON only when set.
+      // SM pressure: the sm-pressure family (in default, full and the
+      // `pressure` suite) and 2% of random two-slot eager or pipelined cases
+      // (drawn after the table-ordered axes). JSON only when set.
       {.name = "pressure",
        .token = [](const Case& c) {
          return c.pressure > 0 ? fmt::format("press{}", c.pressure) : std::string();
@@ -672,6 +673,11 @@ std::vector<AxisDesc> make_table() {
          c.pressure = *v;
          t.next();
          return std::string();
+       },
+       .draw = [](Rng& r, Case& c, const RandomContext&) {
+         if (c.num_slots == 2 && pressure_allowed(c.mode) && r.chance(0.02)) {
+           c.pressure = r.chance(0.5) ? 90 : 50;
+         }
        },
        .shrink = shrink_to_default<&Case::pressure>,
        .measure = off_default<&Case::pressure>,
@@ -698,6 +704,32 @@ std::vector<AxisDesc> make_table() {
        },
        .from_json = [](const json& j, Case& c) { c.reuse = j.value("reuse", false); },
        .label = [](const Case& c) { return std::string(c.reuse ? "yes" : "no"); }},
+      // Two kernel contexts per rank (Case::num_contexts): optional token
+      // "ctx2". Not a suite axis (suites.cpp adds the family's cases); drawn
+      // last of all (kDrawOrder), so other random cases keep their values.
+      {.name = "contexts",
+       .token = [](const Case& c) {
+         return c.num_contexts == 2 ? std::string("ctx2") : std::string();
+       },
+       .read = [](IdTokens& t, Case& c) {
+         if (!t.peek().starts_with("ctx")) return std::string();
+         if (t.peek() != "ctx2") return bad(t.peek(), "ctx2");
+         c.num_contexts = 2;
+         t.next();
+         return std::string();
+       },
+       .draw = [](Rng& r, Case& c, const RandomContext&) {
+         if (r.chance(0.05)) c.num_contexts = 2;
+       },
+       .shrink = [](const Case& c, std::vector<Case>& out) {
+         if (c.num_contexts > 1) out.push_back(c), out.back().num_contexts = 1;
+       },
+       .measure = [](const Case& c) { return int64_t{c.num_contexts > 1}; },
+       .to_json = [](const Case& c, json& j) {
+         if (c.num_contexts > 1) j["num_contexts"] = c.num_contexts;
+       },
+       .from_json = [](const json& j, Case& c) { c.num_contexts = j.value("num_contexts", 1); },
+       .label = [](const Case& c) { return fmt::format("{}", c.num_contexts); }},
       // Drawn by suites and random_case from their own seeds, never shrunk.
       {.name = "seed",
        .token = [](const Case& c) { return fmt::format("s{:06x}", c.seed); },
@@ -705,7 +737,8 @@ std::vector<AxisDesc> make_table() {
          const std::string_view tok = t.peek();
          const auto seed = tok.starts_with("s") ? parse_hex(tok.substr(1)) : std::nullopt;
          if (!seed) {
-           return bad(tok, "[-l<layers>][-skew][-ep<hex>][-prod<slow|pdl>][-press<pct>][-reuse]-s<hex seed>");
+           return bad(tok, "[-l<layers>][-skew][-ep<hex>][-prod<slow|pdl>][-press<pct>][-reuse]"
+                           "[-ctx2]-s<hex seed>");
          }
          c.seed = *seed;
          t.next();

@@ -101,6 +101,11 @@ struct Case {
   // Input reuse: right after each call returns, the caller's stream writes NaN
   // over partial_output and partial_lse (before the peers' combines finish).
   bool reuse = false;
+  // Kernel contexts per rank (1 or 2). With 2 each rank holds two instances of
+  // the kernel, each with its own workspace (two layers), and the case's ops
+  // alternate between them in a seeded order (plan.h, contexts_of_ops): what
+  // global state shared between contexts gets wrong.
+  int num_contexts = 1;
   uint64_t seed = 0;          // mixed into every generated value (printed as hex)
 
   bool operator==(const Case&) const = default;
@@ -131,7 +136,7 @@ inline bool epoch_starts_below(const Case& c, uint64_t edge) {
 }
 
 // Format: dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone[-special<v>]-ub2-graph4
-//         [-l<L>][-skew][-churn][-ep<hex>][-prodslow|-prodpdl][-press<pct>][-reuse]-s<hex>
+//         [-l<L>][-skew][-churn][-ep<hex>][-prodslow|-prodpdl][-press<pct>][-reuse][-ctx2]-s<hex>
 // (each axis's tokens, in the order of the axis table, cases/axes.h).
 // "contig" replaces "pad0x0". A custom geometry is written h<H>d<D>m<maxT>[p<storage>].
 std::string format_case_id(const Case& c);

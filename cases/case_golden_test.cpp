@@ -5,7 +5,9 @@
 // then: the producer axis added the producer cases to default and full, draws
 // it in random cases (after every other axis: their values are unchanged) and
 // shrinks it; the reuse axis added its family's cases to default and full
-// and draws it last in random cases (cleared, they hash as before).
+// and draws it last in random cases (cleared, they hash as before); the
+// contexts axis (-ctx2) did the same (with num_contexts reset to 1 the suites'
+// and random cases hash as before).
 //
 // Every case is also hashed through fields_text(), written out field by field
 // here and not through the table, so the ids and the cases are pinned
@@ -42,7 +44,8 @@ std::string fields_text(const Case& c) {
          // Later axes, only off their default (so the cases before them hash as they did).
          (c.producer != Producer::kDefault ? fmt::format("|prod{}", static_cast<int>(c.producer))
                                            : "") +
-         (c.reuse ? "|reuse" : "");
+         (c.reuse ? "|reuse" : "") +
+         (c.num_contexts != 1 ? fmt::format("|ctx{}", c.num_contexts) : "");
 }
 
 // Running FNV-1a over lines, plus a count.
@@ -103,12 +106,12 @@ const std::vector<Golden> kSuiteGolden = {
     {"smoke/w2", "48 2a9b69a9428148cd 62bb217a4cdbec95"},
     {"smoke/w4", "60 a9493bf3095d20c6 dd1ea2d32846a97c"},
     {"smoke/w8", "72 547c035542b11f56 228e5f4479f8ead8"},
-    {"default/w2", "876 771d5fefc2bc16ed 3af94cae308c4b83"},
-    {"default/w4", "1768 d563ef46a810fe5a 11cebfda16b50706"},
-    {"default/w8", "2644 fa7cdeb589506a4d 7328e74647f0fbef"},
-    {"full/w2", "84582 aa06507a07181d0b f6ef423ec97d0fa1"},
-    {"full/w4", "169164 dc2687d1122cf2e8 0a63faf3e51a614f"},
-    {"full/w8", "253746 e168c9973c47e169 a6e87ac87d5107fe"},
+    {"default/w2", "960 9c471e1ffc778f73 13159cda5c61275c"},
+    {"default/w4", "1936 771fafe523fe1019 f7eb9e2d7405acf4"},
+    {"default/w8", "2896 20d181b5fd8f3ddb 641bf46e0846b36e"},
+    {"full/w2", "84624 eceb22e76c20a618 f1eded03f3b31e05"},
+    {"full/w4", "169248 f43ec0eacdbfd167 9c3f464a5090e989"},
+    {"full/w8", "253872 d030c24873f0aa16 8d5bf67d0d1ccfa0"},
     {"upstream/w2", "96 b35b360fd5ce87a1 95ba1871c9420829"},
     {"upstream/w4", "192 970a36cb456b5735 f380d0003f3b4159"},
     {"upstream/w8", "288 dfefd91adc967c7d e847e7da96bebd41"},
@@ -118,17 +121,17 @@ const std::vector<Golden> kSuiteGolden = {
 };
 
 const std::vector<Golden> kRandomGolden = {
-    {"random/w2", "9600 67ce7299d56aab6f f480f7a35475f76d"},
-    {"random/w3", "9600 1dcd07614abd87cd 9e4b992464a543f5"},
-    {"random/w4", "9600 8f58ef089a683b3b 6dbee49fb023af91"},
-    {"random/w6", "9600 08d7d5a736203b58 de06b5c39a87267a"},
-    {"random/w8", "9600 3bd3bf3e35bccac1 aac9449b186b9ecd"},
+    {"random/w2", "9600 4d4fd1a358c0d627 6c4a34ecc327f58d"},
+    {"random/w3", "9600 d0c97a2d03f9fbe3 b56ab22b75f874e1"},
+    {"random/w4", "9600 1dd5ef19c716cf4d ddfc9aa5dc2626a9"},
+    {"random/w6", "9600 72dc2af16453cbb9 67b4cfffe5eb4352"},
+    {"random/w8", "9600 1ce2190bd43bd7ea dcadcd4fde50932b"},
 };
 
 const std::vector<Golden> kShrinkGolden = {
-    {"shrink/random", "16163 1386b4569ec9038c 9615785ef08f00e5"},
-    {"shrink/suites", "2423 1a05179838b33bbe 24e75843ed9d7522"},
-    {"shrink/chains", "7733 aed0ba1dbdeaea99 ae1da529dc22f4b8"},
+    {"shrink/random", "16296 5d386fe9f2a6f775 5d20393e77b7f146"},
+    {"shrink/suites", "2584 a6a662d0087f653b e3d4fddc61d230e6"},
+    {"shrink/chains", "7717 95a48d1d2eac8048 a104342f29dfc8a2"},
 };
 
 TEST_CASE("golden: every case of every suite keeps its id and fields") {

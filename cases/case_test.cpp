@@ -285,5 +285,35 @@ TEST_CASE("geometry presets") {
   }
 }
 
+TEST_CASE("the contexts token: optional ctx2, last before the seed, round trips") {
+  Case c = example();
+  c.num_contexts = 2;
+  CHECK(format_case_id(c) ==
+        "dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone-ub2-graph4-ctx2-s1a2b3c");
+  check_round_trip(c);
+  c.producer = Producer::kSlow;
+  c.mode = ExecMode::kPipelined;
+  c.pressure = 50;
+  CHECK(format_case_id(c) ==
+        "dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone-ub2-pipe4-prodslow-press50-ctx2"
+        "-s1a2b3c");
+  check_round_trip(c);
+  c.num_contexts = 1;
+  CHECK(format_case_id(c).find("ctx") == std::string::npos);  // one context has no token
+  for (const char* bad : {"ctx1", "ctx3", "ctx"}) {
+    std::string err;
+    const std::string id =
+        fmt::format("dcp4-kimi-bf16-lsefp32-base2-t17-contig-emptyone-ub2-graph4-{}-s1a2b3c", bad);
+    CAPTURE(id);
+    CHECK_FALSE(parse_case_id(id, &err).has_value());
+    CHECK_MESSAGE(err.find(fmt::format("'{}'", bad)) != std::string::npos, err);
+  }
+  std::string err;  // its place is after the pressure, before the seed
+  CHECK_FALSE(parse_case_id("dcp4-kimi-bf16-lsefp32-base2-t17-contig-emptyone-ub2-graph4-ctx2-"
+                            "prodslow-s1a2b3c",
+                            &err)
+                  .has_value());
+}
+
 }  // namespace
 }  // namespace dcp

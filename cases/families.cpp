@@ -42,7 +42,7 @@ const std::vector<CaseFamily>& case_families() {
       {"sm-pressure",
        "two slots (in flight together when pipelined) while a co-running kernel holds 50% or 90% "
        "of the SMs the rank may "
-       "use (GPU only; --suite pressure, not yet in default)",
+       "use (GPU only: the host skips them by name; also alone as --suite pressure)",
        "spinning blocks that fill the SMs left, so the dispatch a peer waits for never starts "
        "(spinning-combine-blocks)",
        [](const Case& c) { return c.pressure > 0; }},
@@ -51,6 +51,12 @@ const std::vector<CaseFamily>& case_families() {
        "partial_lse (before the peers' combines end); with skew, eager, pipelined and graphs",
        "a kernel that returns before its sends have read its inputs (unjoined-side-stream)",
        [](const Case& c) { return c.reuse; }},
+      {"two-contexts",
+       "two kernel contexts per rank (two layers, each with its own workspace), the case's ops "
+       "alternating between them in a seeded order, eager, pipelined and under graphs",
+       "global state shared by every context in the process, so one context's calls use "
+       "another's (global-recv-buffers)",
+       [](const Case& c) { return c.num_contexts == 2; }},
       {"guard-zones", "every case: canaries before and after the output and after every payload region",
        "a write out of bounds that hits no live buffer (write-past-output)",
        [](const Case&) { return true; }},

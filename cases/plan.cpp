@@ -1,6 +1,7 @@
 #include "plan.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "mix.h"
 
@@ -12,7 +13,8 @@ enum Tag : uint64_t {
   kTagBatches,
   kTagSkewRanks,
   kTagSkewDelay,
-  kTagGraphSet
+  kTagGraphSet,
+  kTagContexts
 };
 
 constexpr uint32_t kMaxSkewNs = 200'000;
@@ -106,6 +108,18 @@ std::vector<int> plan_graph_set_tokens(const Case& c, const std::vector<int>& sl
 
 int num_ops(const Case& c) { return c.num_calls * c.num_layers; }
 
+std::vector<int> contexts_of_ops(const Case& c) {
+  const int n = num_ops(c);
+  std::vector<int> ctx(static_cast<size_t>(std::max(n, 0)), 0);
+  if (c.num_contexts < 2 || n < 1) return ctx;
+  if (n == 1) return {1};
+  Rng rng(hash_all(c.seed, kTagContexts));
+  ctx[0] = rng.below(2);
+  const int repeat = n >= 3 ? rng.between(2, n - 1) : -1;  // never op 1: both contexts appear
+  for (int i = 1; i < n; ++i) ctx[i] = i == repeat ? ctx[i - 1] : ctx[i - 1] ^ 1;
+  return ctx;
+}
+
 std::vector<int> graph_set_tokens(const Case& c) {
   if (over_capacity(c)) return {c.num_tokens};
   std::vector<int> set;
@@ -153,6 +167,13 @@ std::vector<PlannedBatch> plan_case(const Case& c, int group_rank) {
     }
   };
   std::vector<PlannedBatch> batches;
+  const std::vector<int> contexts = contexts_of_ops(c);
+  auto set_contexts = [&contexts](std::vector<PlannedBatch> planned) {
+    for (PlannedBatch& b : planned) {
+      for (PlannedCall& call : b.calls) call.context = contexts[static_cast<size_t>(call.op_idx)];
+    }
+    return planned;
+  };
   if (c.mode == ExecMode::kGraphSet) {
     // One graph batch per call (its layers), each with the call's own T.
     const std::vector<int> tokens = plan_graph_set_tokens(c, slots);
@@ -160,7 +181,7 @@ std::vector<PlannedBatch> plan_case(const Case& c, int group_rank) {
       batches.push_back({ExecMode::kGraph, {}, tokens[static_cast<size_t>(call)]});
       call_ops(call, batches.back());
     }
-    return batches;
+    return set_contexts(std::move(batches));
   }
   for (const Segment& seg : plan_segments(c)) {
     if (seg.mode == ExecMode::kEager) {
@@ -176,7 +197,7 @@ std::vector<PlannedBatch> plan_case(const Case& c, int group_rank) {
       call_ops(call, batches.back());
     }
   }
-  return batches;
+  return set_contexts(std::move(batches));
 }
 
 }  // namespace dcp

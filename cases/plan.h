@@ -14,6 +14,7 @@ struct PlannedCall {
   int op_idx = 0;        // call * num_layers + layer; selects the generated inputs
   int slot = 0;          // ubatch slot, same on every rank
   uint32_t skew_ns = 0;  // delay before the call on this rank (0 unless c.skew)
+  int context = 0;       // kernel context (contexts_of_ops), same on every rank
 };
 
 struct PlannedBatch {
@@ -38,5 +39,12 @@ Case batch_case(const Case& c, const PlannedBatch& batch);
 // The token count op `op_idx` runs with (c.num_tokens but in a graph set).
 int tokens_of_op(const Case& c, int op_idx);
 int num_ops(const Case& c);  // c.num_calls * c.num_layers
+
+// The kernel context of each op, by op_idx (all 0 unless c.num_contexts == 2).
+// Seeded and the same on every rank: op 0 on context (seed bit), then the
+// context alternates, except that one seeded op from the third on repeats its
+// predecessor's (back-to-back calls on one context). A lone op runs on
+// context 1, so every two-context case calls the second context.
+std::vector<int> contexts_of_ops(const Case& c);
 
 }  // namespace dcp

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "geometry.h"
 #include "random_case.h"
@@ -276,6 +277,38 @@ TEST_CASE("a graph set shrinks to one graph per slot") {
   bool no_churn = false;
   for (const Case& k : shrink_candidates(c)) no_churn |= !k.churn && k.mode == c.mode;
   CHECK(no_churn);
+}
+
+TEST_CASE("two contexts: seeded per op, the same on every rank, both used, runs of both kinds") {
+  CHECK(contexts_of_ops(base_case(ExecMode::kEager, 5)) == std::vector<int>(5, 0));
+  for (uint64_t seed = 0; seed < 64; ++seed) {
+    for (auto [calls, layers] : {std::pair{1, 1}, {2, 1}, {3, 1}, {4, 2}, {8, 1}}) {
+      Case c = base_case(ExecMode::kPipelined, calls, layers, 2);
+      c.num_contexts = 2;
+      c.seed = seed;
+      const std::vector<int> ctx = contexts_of_ops(c);
+      REQUIRE(ctx.size() == static_cast<size_t>(num_ops(c)));
+      CHECK(std::count(ctx.begin(), ctx.end(), 1) >= 1);  // the second context is always called
+      if (ctx.size() >= 2) CHECK(std::count(ctx.begin(), ctx.end(), 0) >= 1);
+      int repeats = 0, switches = 0;
+      for (size_t i = 1; i < ctx.size(); ++i) (ctx[i] == ctx[i - 1] ? repeats : switches) += 1;
+      CHECK(switches >= (ctx.size() >= 2 ? 1 : 0));
+      CHECK(repeats == (ctx.size() >= 3 ? 1 : 0));  // one back-to-back pair, else alternating
+      for (int rank = 0; rank < c.dcp_size; ++rank) {
+        for (const PlannedBatch& b : plan_case(c, rank)) {
+          for (const PlannedCall& pc : b.calls) CHECK(pc.context == ctx[pc.op_idx]);
+        }
+      }
+    }
+  }
+  Case g = base_case(ExecMode::kGraphSet, 6);
+  g.num_tokens = 17;
+  g.num_contexts = 2;
+  std::set<int> seen;
+  for (const PlannedBatch& b : plan_case(g, 0)) {
+    for (const PlannedCall& pc : b.calls) seen.insert(pc.context);
+  }
+  CHECK(seen == std::set<int>{0, 1});
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Suites. `default` is a greedy pairwise covering array, built once per DCP
 // group size, over the main axes and the secondary ones (every pair of values
 // of any two axes appears with every group size), plus the upstream test's
-// own cases, the capacity cases and the producer cases (families.h). `full` is the product of the main axes, secondary axes cycled.
+// own cases and the field-failure families' cases (families.h). `full` is the
+// product of the main axes, secondary axes cycled.
 // The axes and their values are the table's (cases/axes.h).
 #include "suites.h"
 
@@ -216,8 +217,8 @@ std::vector<Case> graph_set_cases(const SuiteOptions& opts, const Geometry& g) {
   return cases;
 }
 
-// The SM-pressure family (KERNELS.md: forward progress), the `pressure` suite
-// and not yet part of default (docs/DESIGN.md, "SM pressure"): per group size, two
+// The SM-pressure family (KERNELS.md: forward progress), in default and full
+// and alone as the `pressure` suite (docs/DESIGN.md, "SM pressure"): per group size, two
 // slots in flight under a co-running kernel that takes 90% of the rank's SMs
 // (pipelined with skew at T = 64, and at T = max_tokens with an empty shard,
 // where the grids are largest) and 50% (eager, T = 32).
@@ -265,12 +266,37 @@ std::vector<Case> reuse_cases(const SuiteOptions& opts, const Geometry& g) {
   return cases;
 }
 
+// The two-contexts family: per group size, two kernel contexts per rank with
+// the ops alternating between them (plan.h): eager on one slot, pipelined
+// with two layers on one slot and on two slots with an empty shard, and graph
+// replays on two slots.
+std::vector<Case> two_context_cases(const SuiteOptions& opts, const Geometry& g) {
+  std::vector<Case> cases;
+  auto add = [&](int w, int tokens, ExecMode mode, int calls, int slots, int layers,
+                 EmptyPattern e) {
+    Case c = family_case(g, w, tokens, mode, calls, slots, e);
+    c.num_layers = layers;
+    c.num_contexts = 2;
+    cases.push_back(c);
+  };
+  for (int w : dcp_sizes_for_world(opts.world)) {
+    add(w, 5, ExecMode::kEager, 4, 1, 1, EmptyPattern::kNone);
+    add(w, 3, ExecMode::kPipelined, 4, 1, 2, EmptyPattern::kNone);
+    add(w, 17, ExecMode::kPipelined, 6, 2, 1, EmptyPattern::kOne);
+    add(w, 8, ExecMode::kGraph, 4, 2, 1, EmptyPattern::kNone);
+  }
+  finish(cases, opts.base_seed);
+  return cases;
+}
+
 // Every field-failure family's cases (cases/families.h), appended to a suite.
 void add_family_cases(std::vector<Case>& cases, const SuiteOptions& opts, const Geometry& g) {
   for (const Case& k : capacity_cases(opts, g)) cases.push_back(k);
   for (const Case& p : producer_cases(opts, g)) cases.push_back(p);
   for (const Case& k : graph_set_cases(opts, g)) cases.push_back(k);
+  for (const Case& k : pressure_cases(opts, g)) cases.push_back(k);
   for (const Case& k : reuse_cases(opts, g)) cases.push_back(k);
+  for (const Case& k : two_context_cases(opts, g)) cases.push_back(k);
 }
 
 std::vector<Case> upstream_suite(const SuiteOptions& opts) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "families.h"
 #include "geometry.h"
 #include "plan.h"
 #include "random_case.h"
@@ -160,8 +161,9 @@ TEST_CASE("suite sizes and determinism") {
       CHECK(a == build_suite("default", opts));
       MESSAGE("default world " << world << " " << std::string(geo) << ": " << a.size() << " cases");
       // Seconds on one GPU (about 20 ms per case at world 4 with MPS): the
-      // pairwise rows plus the families (capacity, producer, graph-set) per group size.
-      CHECK(a.size() <= 240);
+      // pairwise rows plus the families (capacity, producer, graph-set,
+      // pressure, reuse, two contexts) per group size.
+      CHECK(a.size() <= 270);
       std::set<std::string> ids;
       for (const Case& c : a) ids.insert(format_case_id(c));
       CHECK(ids.size() == a.size());  // no duplicates
@@ -214,14 +216,37 @@ TEST_CASE("default holds the producer cases: slow and PDL, T <= 2, eager, pipeli
   CHECK(slow + pdl < 200);
 }
 
+TEST_CASE("stress draws SM pressure now and then, on two-slot eager or pipelined cases only") {
+  int pressed = 0;
+  for (uint64_t i = 0; i < 4000; ++i) {
+    const Case c = random_case(11, i, 4, *find_geometry("kimi"));
+    if (c.pressure == 0) continue;
+    ++pressed;
+    CHECK(pressure_allowed(c.mode));
+    CHECK(c.num_slots == 2);
+    CHECK((c.pressure == 50 || c.pressure == 90));
+    CHECK(parse_case_id(format_case_id(c), nullptr) == c);
+  }
+  CHECK(pressed > 2);
+  CHECK(pressed < 80);
+}
+
 TEST_CASE("the pressure suite: two slots at 90% (pipelined) and 50% (eager), every group size") {
   for (int world : {2, 4, 8}) {
     const Geometry g = *find_geometry("kimi");
     std::set<std::string> shapes;
-    for (const std::string suite : {"smoke", "default", "upstream", "full"}) {
+    for (const std::string suite : {"smoke", "upstream"}) {
       for (const Case& c : build_suite(suite, {world, g, 0})) CHECK(c.pressure == 0);
     }
-    for (const Case& c : build_suite("pressure", {world, g, 0})) {
+    const std::vector<Case> alone = build_suite("pressure", {world, g, 0});
+    for (const std::string suite : {"default", "full"}) {  // hold the family too
+      std::vector<Case> pressed;
+      for (const Case& c : build_suite(suite, {world, g, 0})) {
+        if (c.pressure > 0) pressed.push_back(c);
+      }
+      CHECK(pressed == alone);
+    }
+    for (const Case& c : alone) {
       CHECK(c.pressure > 0);
       CHECK(pressure_allowed(c.mode));
       CHECK(c.num_slots == 2);
@@ -338,9 +363,42 @@ TEST_CASE("smoke, full and dcp sizes") {
   const auto full = build_suite("full", {2, *find_geometry("tiny"), 0});
   // tiny: 6 token counts; plus the capacity family (2 cases per group size),
   // the producer cases (5 per group size), the graph-set family (T 32 and
-  // 17, one and two slots) and the input-reuse family (6 per group size).
-  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2 + 2 + 5 + 4 + 6);
+  // 17, one and two slots), the input-reuse family (6 per group size) and the
+  // two-contexts family (4 per group size) and the sm-pressure family (3).
+  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2 + 2 + 5 + 4 + 3 + 6 + 4);
   CHECK_THROWS_AS(build_suite("nope", {2, *find_geometry("tiny"), 0}), std::invalid_argument);
+}
+
+TEST_CASE("default and full hold the two-contexts cases: eager, pipelined, graph, 1 and 2 slots") {
+  for (const char* suite : {"default", "full"}) {
+    for (int world : {2, 4}) {
+      const auto cases = build_suite(suite, {world, *find_geometry("tiny"), 0});
+      for (int w : dcp_sizes_for_world(world)) {
+        std::set<std::string> shapes;
+        for (const Case& c : cases) {
+          if (c.dcp_size != w || c.num_contexts != 2) continue;
+          shapes.insert(fmt::format("{}-ub{}", to_string(c.mode), c.num_slots));
+          bool member = false;
+          for (const CaseFamily& f : case_families()) {
+            member |= f.name == "two-contexts" && f.member(c);
+          }
+          CHECK(member);
+        }
+        CAPTURE(suite);
+        CAPTURE(w);
+        for (const char* s : {"eager-ub1", "pipe-ub1", "pipe-ub2", "graph-ub2"}) {
+          CHECK_MESSAGE(shapes.count(s) == 1, s);
+        }
+      }
+    }
+  }
+  // stress draws the axis now and then.
+  int two = 0;
+  for (uint64_t i = 0; i < 2000; ++i) {
+    two += random_case(7, i, 4, *find_geometry("kimi")).num_contexts == 2 ? 1 : 0;
+  }
+  CHECK(two > 40);
+  CHECK(two < 200);
 }
 
 }  // namespace

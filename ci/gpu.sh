@@ -117,14 +117,23 @@ step_families() {
       --mutants unjoined-side-stream --filter reuse
     run_expect "w$w unjoined-side-stream without" 1 selftest "${args[@]}" \
       --mutants unjoined-side-stream --filter '^((?!reuse).)*$'
+    run_expect "w$w global-recv-buffers by ctx2" 0 selftest "${args[@]}" \
+      --mutants global-recv-buffers --filter ctx2
+    run_expect "w$w global-recv-buffers without" 1 selftest "${args[@]}" \
+      --mutants global-recv-buffers --filter '^((?!ctx2).)*$'
   done
+  # Forward progress needs ranks that run at once (MPS on a shared GPU).
+  run_expect "w4 spinning-combine-blocks by press" 0 selftest --world 4 --geometry kimi --mps on \
+    --fast --no-upstream --mutants spinning-combine-blocks --filter press
+  run_expect "w4 spinning-combine-blocks without" 1 selftest --world 4 --geometry kimi --mps on \
+    --fast --no-upstream --mutants spinning-combine-blocks --filter '^((?!press).)*$'
   run_expect "selftest w4 kimi mps" 0 selftest --world 4 --geometry kimi --mps on --fast \
     --json "$OUT/selftest-w4.json"
 }
 
 # Issue 15 item 10, SM pressure: the pressure kernel holds the SMs it claims
-# (gpu_pressure) and the built-in kernel passes the pressure suite under MPS.
-# (Its mutant is not counted yet: docs/DESIGN.md, "SM pressure".)
+# and no more (gpu_pressure), the built-in kernel passes the pressure suite
+# (time-sliced and under MPS) and its upstream-shaped mutant hangs there.
 step_pressure() {
   step_ctest gpu_pressure -R '^gpu_pressure$'
   # Printed, not only logged: $OUT returns only a few files.
@@ -137,9 +146,7 @@ step_pressure() {
   run_expect "pressure w4 kimi mps" 0 --world 4 --geometry kimi --mps on --suite pressure \
     --timeout 3 -v
   # The upstream-shaped mutant (a spinning combine block per row) hangs
-  # under pressure with two slots in flight; the built-in passes.
-  run_expect "w4 spinning-combine-blocks by pressure" 0 selftest --world 4 --geometry kimi \
-    --mps on --fast --no-upstream --suite pressure --mutants spinning-combine-blocks --timeout 3
+  # under pressure with two slots in flight (w4: ci/gpu.sh families).
   run_expect "w2 spinning-combine-blocks by pressure" 0 selftest --world 2 --mps on --fast \
     --no-upstream --suite pressure --mutants spinning-combine-blocks --timeout 3
 }

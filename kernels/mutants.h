@@ -35,6 +35,7 @@ enum GpuMutantId : int {
   kMutantHostMappedParams = 21,
   kMutantSpinningCombineBlocks = 22,
   kMutantUnjoinedSideStream = 23,
+  kMutantGlobalRecvBuffers = 24,
 };
 
 struct GpuMutantInfo {
@@ -147,7 +148,7 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "two slots in flight and most of the rank's SMs taken by other work, the spinning blocks "
      "fill what is left and the dispatch a peer waits for never starts: both ranks hang (only "
      "the SM-pressure cases reach it; ranks sharing a GPU need MPS for their partitions)",
-     true, "", /*needs_concurrent_ranks=*/true, 2, "sm-pressure", "pressure"},
+     true, "", /*needs_concurrent_ranks=*/true, 2, "sm-pressure"},
     {kMutantUnjoinedSideStream, "unjoined-side-stream", "protocol",
      "the sends to the peers run on an internal side stream (at most 4 blocks per "
      "destination) forked from the caller's stream by an event, and the call returns without "
@@ -155,6 +156,12 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "this rank's own rows are copied on the caller's stream. A caller that overwrites its "
      "inputs right after the call (the reuse cases) has a late rank send NaN to its peers",
      true, "", false, 2, "input-reuse"},
+    {kMutantGlobalRecvBuffers, "global-recv-buffers", "protocol",
+     "the plugin keeps this rank's own receive buffers in a process-wide singleton (per group "
+     "and shape) that the first context's init sets; flags and peers' buffers stay the "
+     "context's. With one context per process it is the correct kernel; a second context's "
+     "calls combine the first context's stale payloads (only the two-contexts cases reach it)",
+     true, "", false, 2, "two-contexts"},
 };
 
 inline const GpuMutantInfo* find_gpu_mutant(int id) {

@@ -102,6 +102,21 @@ rc=$?
 grep -q "unjoined-side-stream (protocol): SURVIVED" "$work/noreuse.txt" ||
   fail "unjoined-side-stream does not survive the cases without reuse"
 echo "ok   unjoined-side-stream is caught by the reuse cases only"
+# global-recv-buffers (state shared by the kernel contexts of one process) is
+# reached only by the two-contexts cases: caught there, survives every other.
+"$bin" selftest --backend host --world 2 --geometry tiny --suite default --filter ctx2 \
+  --mutants global-recv-buffers --no-upstream >"$work/ctx2.txt" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] || { cat "$work/ctx2.txt"; fail "global-recv-buffers on ctx2 exited $rc, want 0"; }
+grep -q "global-recv-buffers (protocol): detected" "$work/ctx2.txt" ||
+  { cat "$work/ctx2.txt"; fail "global-recv-buffers is not detected by the ctx2 cases"; }
+"$bin" selftest --backend host --world 2 --geometry tiny --suite default \
+  --filter '^((?!ctx2).)*$' --mutants global-recv-buffers --no-upstream >"$work/noctx2.txt" 2>&1
+rc=$?
+[ "$rc" -eq 1 ] || { cat "$work/noctx2.txt"; fail "global-recv-buffers without ctx2 exited $rc, want 1"; }
+grep -q "global-recv-buffers (protocol): SURVIVED" "$work/noctx2.txt" ||
+  fail "global-recv-buffers does not survive the cases without ctx2"
+echo "ok   global-recv-buffers caught by the ctx2 cases only"
 
 # An unknown mutant name is bad usage: exit 2 with a message naming it.
 "$bin" selftest --backend host --world 2 --geometry tiny --suite smoke --mutants no-such \

@@ -4,8 +4,8 @@
 // (report_terminal.cpp), copied into a scratch program, before the axis table
 // (cases/axes.h) existed; the producer axis then added its JSON field and
 // label to every case (and a producer to some random ones), the pressure
-// axis its label, and the reuse axis its label (and its JSON field to the
-// random ones it is drawn for). To print the
+// axis its label, the reuse axis its label (and its JSON field to the random
+// ones it is drawn for), and the contexts axis likewise (-ctx2). To print the
 // current values: DCP_PRINT_GOLDEN=1 core_tests -tc='golden*'.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -60,7 +60,7 @@ TEST_CASE("golden: a failure bundle's scenario JSON keeps every field") {
     b.scenario = c;
     d.add(failure_bundle_json(b)["scenario"].dump());
   }
-  check_golden("bundle", d, "1224 664f6c9fc66acd85");
+  check_golden("bundle", d, "1224 2a92429d6bd8e027");
 }
 
 TEST_CASE("golden: the terminal's axis labels of a case") {
@@ -70,7 +70,7 @@ TEST_CASE("golden: the terminal's axis labels of a case") {
     for (const auto& [axis, value] : case_axes(c)) line += axis + "=" + value + " ";
     d.add(line);
   }
-  check_golden("axes", d, "1224 a745fa6fc15ce781");
+  check_golden("axes", d, "1224 52e3c9888f32076b");
 }
 
 }  // namespace

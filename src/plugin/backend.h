@@ -22,6 +22,10 @@
 
 namespace dcp {
 
+// Kernel contexts a backend may hold per rank (Case::num_contexts): context 0
+// is made at start-up, context 1 by the first case that uses it (begin_case).
+inline constexpr int kMaxContexts = 2;
+
 struct BackendConfig {
   int global_rank = 0;
   int group_rank = 0;        // rank within the DCP group
@@ -42,6 +46,7 @@ struct BackendConfig {
 struct CallInputs {
   int op_idx = 0;            // call index * num_layers + layer
   int slot = 0;              // ubatch slot
+  int context = 0;           // kernel context, < c.num_contexts (plan.h, contexts_of_ops)
   uint32_t skew_ns = 0;      // delay before this call (0: none)
   std::vector<uint8_t> partial_output;  // T rows of out_token_stride() elements, out dtype
   // Set instead of partial_output (left empty) for a backend that writes the
@@ -120,7 +125,9 @@ class RankBackend {
   // with NaN before the call and guarded like the output.
   virtual bool emits_combined_lse() const { return false; }
   // Called by every group rank between two group barriers, so the workspace is
-  // quiescent: resets every slot's epoch and flags when c.epoch_start is set.
+  // quiescent: creates the second kernel context (a collective) the first time
+  // c.num_contexts == 2, and resets every context's slot epochs and flags when
+  // c.epoch_start is set.
   virtual void begin_case(const Case& c) = 0;
   // Runs a batch; returns each call's output, [T, H, D] contiguous in the out
   // dtype, in call order. Outputs are poisoned (all-ones bit pattern, a NaN in

@@ -1,10 +1,13 @@
 #include "builtin_kernels.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <array>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -39,6 +42,12 @@ const dcpRegion_v1* find_region(const dcpRegion_v1* regions, int32_t n, const ch
 
 // ------------------------------------------------------------------ direct
 
+// global-recv-buffers only: this rank's own receive workspace, one per
+// (group, shape) in the process, set by the first context's init and released
+// by that context's finalize (the mistake: two contexts of one group share it).
+std::mutex g_recv_mutex;
+std::map<std::string, uint8_t*> g_recv_singleton;
+
 struct DirectContext {
   DirectWorkspaceLayout layout;
   std::array<uint8_t*, kMaxDcpSize> workspace{};  // every group rank's, as mapped here
@@ -53,6 +62,11 @@ struct DirectContext {
   int32_t* host_tokens_dev = nullptr;
   // unjoined-side-stream only: each slot's side stream and its fork/join events.
   std::array<DirectSideStream, kMaxSlots> side{};
+  // global-recv-buffers only: the singleton's key, whether this context set
+  // it, and the own receive workspace the calls use (the singleton's).
+  std::string recv_key;
+  bool recv_owner = false;
+  uint8_t* own_recv = nullptr;
   std::string error;
 
   DirectContext() = default;
@@ -64,6 +78,10 @@ struct DirectContext {
       if (s.join != nullptr) cudaEventDestroy(s.join);
       if (s.fork != nullptr) cudaEventDestroy(s.fork);
       if (s.stream != nullptr) cudaStreamDestroy(s.stream);
+    }
+    if (recv_owner) {
+      const std::lock_guard<std::mutex> lock(g_recv_mutex);
+      g_recv_singleton.erase(recv_key);
     }
   }
 };
@@ -125,6 +143,17 @@ dcpStatus_t direct_init(const dcpGroupConfig_v1* c, const dcpRegion_v1* regions,
     }
     ctx->mutant = m->id;
   }
+  if (ctx->mutant == kMutantGlobalRecvBuffers) {
+    const auto members = ctx->members.begin();
+    ctx->recv_key = fmt::format("{}/{}/{}x{}x{}x{}", c->group_rank,
+                                fmt::join(members, members + c->group_size, ","), c->group_size,
+                                c->max_tokens, c->heads_per_rank, c->head_dim);
+    const std::lock_guard<std::mutex> lock(g_recv_mutex);
+    const auto [it, inserted] =
+        g_recv_singleton.emplace(ctx->recv_key, ctx->workspace[ctx->group_rank]);
+    ctx->recv_owner = inserted;
+    ctx->own_recv = it->second;
+  }
   if (ctx->mutant == kMutantHostMappedParams) {
     void* host = nullptr;
     void* dev = nullptr;
@@ -180,6 +209,12 @@ dcpStatus_t direct_call(void* context, const dcpCallArgs_v1* a) {
     p.out_recv[i] = ctx->workspace[i] + l.out_offset(a->slot);
     p.lse_recv[i] = reinterpret_cast<float*>(ctx->workspace[i] + l.lse_offset(a->slot));
     p.flags[i] = reinterpret_cast<uint32_t*>(ctx->workspace[i] + l.flags_offset(a->slot));
+  }
+  if (ctx->own_recv != nullptr) {
+    // The mistake: this rank's own receive buffers from the process-wide
+    // singleton, not from the context's workspace (its flags stay its own).
+    p.out_recv[ctx->group_rank] = ctx->own_recv + l.out_offset(a->slot);
+    p.lse_recv[ctx->group_rank] = reinterpret_cast<float*>(ctx->own_recv + l.lse_offset(a->slot));
   }
   p.seq_lens = a->seq_lens;
   p.query_start_loc = a->query_start_loc;

@@ -36,6 +36,7 @@ CallInputs make_call_inputs(const Case& c, const BackendConfig& bc, const Planne
   CallInputs call;
   call.op_idx = planned.op_idx;
   call.slot = planned.slot;
+  call.context = planned.context;
   call.skew_ns = planned.skew_ns;
   const OpGenerator gen(c, bc.group_idx, planned.op_idx);
   if (device_produces) {

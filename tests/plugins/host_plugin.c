@@ -38,6 +38,11 @@
  *   DCP_TEST_WRITE_PAST_OUTPUT a broken kernel: the combine also stores one
  *                             element past the end of the output (every
  *                             element is right; only a guard zone sees it)
+ *   DCP_TEST_GLOBAL_RECV      a broken kernel: this rank's own receive buffers
+ *                             are file-scope statics set by the first init in
+ *                             the process (one workspace per process assumed),
+ *                             so a second context's calls combine the first's
+ *                             stale rows (the two-contexts cases, -ctx2)
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -62,7 +67,7 @@
         defined(DCP_TEST_INIT_LATE_RANK) + \
         defined(DCP_TEST_CRASH_IN_CALL) + defined(DCP_TEST_HUGE_REGION) + \
         defined(DCP_TEST_WRONG_ABI) + defined(DCP_TEST_NO_SYMBOL) + defined(DCP_TEST_BAD_SHAPE) + \
-        defined(DCP_TEST_WRITE_PAST_OUTPUT) > 1
+        defined(DCP_TEST_WRITE_PAST_OUTPUT) + defined(DCP_TEST_GLOBAL_RECV) > 1
 #error "define at most one DCP_TEST_* variant"
 #endif
 
@@ -108,6 +113,13 @@
 
 #if defined(DCP_TEST_BAD_SHAPE)
 #define HP_VARIANT "-bad-shape"
+#endif
+
+#if defined(DCP_TEST_GLOBAL_RECV)
+#define HP_VARIANT "-global-recv"
+/* The mistake: per-process state where per-context state belongs. */
+static uint16_t* g_own_out_recv;
+static float* g_own_lse_recv;
 #endif
 
 #ifndef HP_VARIANT
@@ -494,6 +506,14 @@ static dcpStatus_t hp_init(const dcpGroupConfig_v1* config, const dcpRegion_v1* 
     ctx->flags[r] = (uint32_t*)peers[HP_FLAGS][r];
   }
   ctx->epoch = (uint64_t*)peers[HP_EPOCH][ctx->rank];
+#if defined(DCP_TEST_GLOBAL_RECV)
+  if (g_own_out_recv == NULL) {
+    g_own_out_recv = ctx->out_recv[ctx->rank];
+    g_own_lse_recv = ctx->lse_recv[ctx->rank];
+  }
+  ctx->out_recv[ctx->rank] = g_own_out_recv;
+  ctx->lse_recv[ctx->rank] = g_own_lse_recv;
+#endif
 
   /* Smoke test of the services: every rank contributes its group rank. */
   {

@@ -16,7 +16,9 @@
 //              slot); a new key captures into the least recently used one;
 //              every case captures its own (begin_case drops them); one sync
 //              after the batch.
-// Ubatch slot s runs on stream[s], as DBO runs its ubatches. The op itself is
+// Ubatch slot s runs on stream[s], as DBO runs its ubatches, whichever kernel
+// context (Case::num_contexts: two layers, each with its own workspace) the
+// call goes to; graphs are cached per context and slot. The op itself is
 // whatever kernel the plugin seam holds (built-in or a library): this file is
 // the harness around it and never knows which.
 #include "gpu_backend.h"
@@ -153,6 +155,12 @@ struct SlotGraph {
 // A graph set needs at most 3 per slot ({1, 8, T}); one spare.
 constexpr int kGraphsPerSlot = 4;
 
+// One kernel context: its instance and its workspace (regions outlive instance).
+struct KernelContext {
+  std::vector<MappedRegion> regions;
+  std::unique_ptr<KernelInstance> instance;
+};
+
 class GpuBackend final : public RankBackend {
  public:
   GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous);
@@ -173,13 +181,15 @@ class GpuBackend final : public RankBackend {
  private:
   std::vector<std::vector<uint8_t>> run_batch_checked(const Case& c, const Batch& batch);
   void init_status();
-  void init_kernel(Rendezvous& rendezvous);
-  void map_regions(const std::vector<dcpRegionRequest_v1>& requests, Rendezvous& rendezvous);
+  // Creates context `ctx` (a collective over the group: every rank, same point).
+  void init_kernel(int ctx, Rendezvous& rendezvous);
+  void map_regions(KernelContext& k, const std::string& suffix,
+                   const std::vector<dcpRegionRequest_v1>& requests, Rendezvous& rendezvous);
   CallShape shape_of(const Case& c, const Batch& batch) const;
   void ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) const;
   void stage(const CallShape& sh, const CallInputs& in, CallStaging& st) const;
   OpLaunch make_launch(const CallShape& sh, int slot, const CallBuffers& b) const;
-  void enqueue_op(const OpLaunch& op, cudaStream_t s);
+  void enqueue_op(const OpLaunch& op, cudaStream_t s, int ctx);
   void enqueue_inputs(const CallShape& sh, const CallInputs& in, CallStaging& st, CallBuffers& b,
                       cudaStream_t s);
   void enqueue_slow_inputs(const CallShape& sh, const CallInputs& in, CallStaging& st,
@@ -187,10 +197,10 @@ class GpuBackend final : public RankBackend {
   void launch_producer(const CallShape& sh, const CallBuffers& b, cudaStream_t s);
   void enqueue_call(const CallShape& sh, const CallInputs& in, CallStaging& st, CallBuffers& b,
                     cudaStream_t s, cudaGraphExec_t graph, PhaseTimes* phases);
-  void capture(SlotGraph& g, const CallShape& sh, const OpLaunch& op, cudaStream_t s);
-  // The slot's graph for shape `sh`: a cached one whose key matches, else the
-  // least recently used one with its buffers ensured for `sh` (not captured).
-  SlotGraph& graph_for(const CallShape& sh, int slot, CallStaging& st, bool* cached);
+  void capture(SlotGraph& g, const CallShape& sh, const OpLaunch& op, cudaStream_t s, int ctx);
+  // The context's slot's graph for shape `sh`: a cached one whose key matches, else
+  // the least recently used one with its buffers ensured for `sh` (not captured).
+  SlotGraph& graph_for(const CallShape& sh, int ctx, int slot, CallStaging& st, bool* cached);
   cudaStream_t stream_for(int slot) const;
   void sync_all();
   // Throws for a failed CUDA call of a batch: device faults (and any error in
@@ -207,6 +217,7 @@ class GpuBackend final : public RankBackend {
   void check_guards(const CallInputs& in, const CallStaging& st,
                     std::vector<std::string>* out) const;
   void check_region_tails(std::vector<std::string>* out);
+  void check_region_tail(const MappedRegion& m, std::vector<std::string>* out);
   void churn_after_capture(const CallShape& sh, cudaStream_t s);
   void check_churn(std::vector<std::string>* out);
 
@@ -219,15 +230,17 @@ class GpuBackend final : public RankBackend {
   WaitStatus* status_host_ = nullptr;
   void* registered_base_ = nullptr;  // page this backend registered, if any
   WaitStatus* fallback_status_ = nullptr;
-  // The kernel under test and its workspace (regions_ outlive instance_).
-  std::vector<MappedRegion> regions_;
-  std::unique_ptr<KernelInstance> instance_;
+  // The kernel under test: context 0 from start-up, context 1 made by the
+  // first case with num_contexts == 2 (begin_case, between group barriers).
+  std::array<KernelContext, kMaxContexts> contexts_;
+  Rendezvous* rendezvous_ = nullptr;  // the worker's, outlives this backend
   // Buffers.
   CallBuffers eager_buffers_;
   std::vector<CallBuffers> pipe_buffers_;
   std::vector<CallStaging> staging_;
-  std::array<std::array<SlotGraph, kGraphsPerSlot>, kMaxSlots> graphs_;
-  std::array<bool, kMaxSlots> warmed_{};  // one eager call ran on the slot (eager-before-capture)
+  std::array<std::array<std::array<SlotGraph, kGraphsPerSlot>, kMaxSlots>, kMaxContexts> graphs_;
+  // One eager call ran on the context's slot (eager-before-capture).
+  std::array<std::array<bool, kMaxSlots>, kMaxContexts> warmed_{};
   uint64_t graph_uses_ = 0;
   DeviceBuffer churn_;  // churn cases: reallocated after each capture, holds the canary
   size_t churn_bytes_ = 0;
@@ -251,7 +264,8 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
   // under MPS) never delays the op's launches, it only takes SMs.
   for (Stream& s : streams_) s.create(rank, /*greatest_priority=*/true);
   init_status();
-  init_kernel(rendezvous);
+  rendezvous_ = &rendezvous;
+  init_kernel(0, rendezvous);
 }
 
 // The kernels write WaitStatus through mapped pinned memory so the supervisor
@@ -298,12 +312,16 @@ void GpuBackend::init_status() {
 
 // query -> allocate and map -> init (agreed across the group). The init
 // agreement is itself a group barrier: no rank calls before every rank is ready.
-void GpuBackend::init_kernel(Rendezvous& rendezvous) {
-  const KernelGroup group = kernel_group(cfg_, cfg_.device, status_dev_);
-  instance_ = std::make_unique<KernelInstance>(cfg_.kernel, group);
-  map_regions(instance_->query_workspace(rendezvous), rendezvous);
+// Context k > 0 names its exchanges and regions with the suffix "/ctx<k>".
+void GpuBackend::init_kernel(int ctx, Rendezvous& rendezvous) {
+  KernelContext& k = contexts_[static_cast<size_t>(ctx)];
+  const std::string suffix = ctx == 0 ? "" : fmt::format("/ctx{}", ctx);
+  KernelGroup group = kernel_group(cfg_, cfg_.device, status_dev_);
+  group.key += suffix;
+  k.instance = std::make_unique<KernelInstance>(cfg_.kernel, group);
+  map_regions(k, suffix, k.instance->query_workspace(rendezvous), rendezvous);
   std::vector<dcpRegion_v1> mapped;
-  for (const MappedRegion& m : regions_) {
+  for (const MappedRegion& m : k.regions) {
     dcpRegion_v1 r{};
     r.struct_size = sizeof r;
     r.name = m.request.name;
@@ -315,18 +333,19 @@ void GpuBackend::init_kernel(Rendezvous& rendezvous) {
     r.peer_stride = 0;  // CUDA IPC maps every peer separately: no uniform stride
     mapped.push_back(r);
   }
-  instance_->init(mapped, rendezvous);
+  k.instance->init(mapped, rendezvous);
 }
 
 // Every region on every rank, in request order (a collective: the requests
 // are identical on every rank, checked by query_workspace). Local regions are
 // plain device memory; their peer table holds only this rank's entry.
-void GpuBackend::map_regions(const std::vector<dcpRegionRequest_v1>& requests,
+void GpuBackend::map_regions(KernelContext& k, const std::string& suffix,
+                             const std::vector<dcpRegionRequest_v1>& requests,
                              Rendezvous& rendezvous) {
   const int rank = cfg_.global_rank;
-  regions_.resize(requests.size());
+  k.regions.resize(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
-    MappedRegion& m = regions_[i];
+    MappedRegion& m = k.regions[i];
     m.request = requests[i];
     const dcpRegionRequest_v1& q = m.request;
     const size_t align = q.alignment == 0 ? 256 : q.alignment;
@@ -342,8 +361,8 @@ void GpuBackend::map_regions(const std::vector<dcpRegionRequest_v1>& requests,
       req.global_rank = rank;
       req.group_rank = cfg_.group_rank;
       req.members = cfg_.members;
-      req.key = fmt::format("{}/dcp{}g{}/{}/{}", cfg_.run_id, cfg_.dcp_size, cfg_.group_idx,
-                            cfg_.kernel->info().name, q.name);
+      req.key = fmt::format("{}/dcp{}g{}/{}/{}{}", cfg_.run_id, cfg_.dcp_size, cfg_.group_idx,
+                            cfg_.kernel->info().name, q.name, suffix);
       m.symmetric = make_cuda_ipc_buffer(req, rendezvous);  // zeroed
       m.peers = m.symmetric->peers();
     }
@@ -370,16 +389,18 @@ void GpuBackend::map_regions(const std::vector<dcpRegionRequest_v1>& requests,
   }
   CUDA_CHECK(rank, HarnessError, cudaDeviceSynchronize());
   // Initial contents are in place on every rank before any init may read a peer's.
-  rendezvous.barrier(fmt::format("{}/dcp{}g{}/{}/filled", cfg_.run_id, cfg_.dcp_size,
-                                 cfg_.group_idx, cfg_.kernel->info().name),
+  rendezvous.barrier(fmt::format("{}/dcp{}g{}/{}/filled{}", cfg_.run_id, cfg_.dcp_size,
+                                 cfg_.group_idx, cfg_.kernel->info().name, suffix),
                      cfg_.members);
 }
 
 GpuBackend::~GpuBackend() {
   cudaSetDevice(cfg_.device);
   for (Stream& s : streams_) cudaStreamSynchronize(s.get());
-  instance_.reset();  // finalize before the regions are unmapped
-  regions_.clear();
+  for (KernelContext& k : contexts_) {
+    k.instance.reset();  // finalize before the regions are unmapped
+    k.regions.clear();
+  }
   if (registered_base_ != nullptr) cudaHostUnregister(registered_base_);
   if (fallback_status_ != nullptr) cudaFreeHost(fallback_status_);
 }
@@ -394,29 +415,49 @@ void GpuBackend::begin_case(const Case& c) {
   CUDA_CHECK(rank, HarnessError, cudaSetDevice(cfg_.device));
   DCP_CHECK(c.dcp_size == cfg_.dcp_size, HarnessError,
             "case for a DCP group of {} sent to a backend of {}", c.dcp_size, cfg_.dcp_size);
+  DCP_CHECK(c.num_contexts >= 1 && c.num_contexts <= kMaxContexts, HarnessError,
+            "case {} asks for {} kernel contexts (at most {})", format_case_id(c), c.num_contexts,
+            kMaxContexts);
   current_ = &c;
   sync_all();
+  for (int k = 1; k < c.num_contexts; ++k) {
+    KernelContext& context = contexts_[static_cast<size_t>(k)];
+    if (context.instance != nullptr) continue;
+    try {
+      init_kernel(k, *rendezvous_);
+    } catch (...) {
+      context.instance.reset();  // never half made: a later case would call it
+      context.regions.clear();
+      throw;
+    }
+  }
   churn_.reset();
   churn_bytes_ = 0;
   // A case captures its own graphs: none replays a capture of another case,
   // so what a graph set's replays read is what this case's captures left.
-  for (auto& slot : graphs_) {
-    for (SlotGraph& g : slot) {
-      g.exec.reset();
-      g.valid = false;
+  for (auto& context : graphs_) {
+    for (auto& slot : context) {
+      for (SlotGraph& g : slot) {
+        g.exec.reset();
+        g.valid = false;
+      }
     }
   }
-  for (const MappedRegion& m : regions_) {
-    if (m.request.kind != DCP_REGION_PAYLOAD) continue;
-    check(cudaMemsetAsync(m.peers[cfg_.group_rank], 0xFF, m.request.bytes, streams_[0].get()),
-          "poison payload region", false);
+  for (const KernelContext& k : contexts_) {
+    for (const MappedRegion& m : k.regions) {
+      if (m.request.kind != DCP_REGION_PAYLOAD) continue;
+      check(cudaMemsetAsync(m.peers[cfg_.group_rank], 0xFF, m.request.bytes, streams_[0].get()),
+            "poison payload region", false);
+    }
   }
   if (c.epoch_start.has_value()) {
-    for (int slot = 0; slot < instance_->config().num_slots; ++slot) {
-      instance_->set_epoch(slot, uint64_t{*c.epoch_start},
-                           streams_[0].get());
-      if (status_host_ != nullptr && slot < kMaxSlots) {
-        restart_slot_record(*status_host_, slot, *c.epoch_start);
+    for (const KernelContext& k : contexts_) {
+      if (k.instance == nullptr) continue;
+      for (int slot = 0; slot < k.instance->config().num_slots; ++slot) {
+        k.instance->set_epoch(slot, uint64_t{*c.epoch_start}, streams_[0].get());
+        if (status_host_ != nullptr && slot < kMaxSlots) {
+          restart_slot_record(*status_host_, slot, *c.epoch_start);
+        }
       }
     }
   }
@@ -551,10 +592,12 @@ OpLaunch GpuBackend::make_launch(const CallShape& sh, int slot, const CallBuffer
   return op;
 }
 
-void GpuBackend::enqueue_op(const OpLaunch& op, cudaStream_t s) {
+void GpuBackend::enqueue_op(const OpLaunch& op, cudaStream_t s, int ctx) {
+  DCP_CHECK(ctx >= 0 && ctx < kMaxContexts && contexts_[static_cast<size_t>(ctx)].instance,
+            HarnessError, "call on kernel context {}, which this rank has not created", ctx);
   OpLaunch args = op;
   args.stream = s;
-  instance_->call(args);
+  contexts_[static_cast<size_t>(ctx)].instance->call(args);
 }
 
 // Today's inputs: partial_output by the producer kernel (or copied), then the
@@ -655,7 +698,7 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     check(cudaGraphLaunch(graph, s), "graph replay", true);  // holds the slow producer too
   } else {
     if (slow) launch_producer(sh, b, s);
-    enqueue_op(make_launch(sh, in.slot, b), s);
+    enqueue_op(make_launch(sh, in.slot, b), s, in.context);
   }
   trace.mark("op");
   if (sh.reuse) {
@@ -687,14 +730,15 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
 
 // The op, after the slow producer when the case has one (its parameters are
 // read from g.buffers, refilled before each replay).
-void GpuBackend::capture(SlotGraph& g, const CallShape& sh, const OpLaunch& op, cudaStream_t s) {
+void GpuBackend::capture(SlotGraph& g, const CallShape& sh, const OpLaunch& op, cudaStream_t s,
+                         int ctx) {
   g.exec.reset();
   g.valid = false;
   check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "begin capture", false);
   cudaGraph_t graph = nullptr;
   try {
     if (sh.producer != Producer::kDefault) launch_producer(sh, g.buffers, s);
-    enqueue_op(op, s);
+    enqueue_op(op, s, ctx);
   } catch (...) {
     cudaStreamEndCapture(s, &graph);  // leave the stream usable, then report
     if (graph != nullptr) cudaGraphDestroy(graph);
@@ -714,8 +758,10 @@ void GpuBackend::capture(SlotGraph& g, const CallShape& sh, const OpLaunch& op, 
 // A key compares equal only when the shape and the buffers are those of the
 // capture, so a cached graph's buffers already fit `sh`; the producer kind
 // must match too (a slow producer is captured ahead of the op).
-SlotGraph& GpuBackend::graph_for(const CallShape& sh, int slot, CallStaging& st, bool* cached) {
-  auto& graphs = graphs_[static_cast<size_t>(slot)];
+SlotGraph& GpuBackend::graph_for(const CallShape& sh, int ctx, int slot, CallStaging& st,
+                                 bool* cached) {
+  DCP_CHECK(ctx >= 0 && ctx < kMaxContexts, HarnessError, "kernel context {} out of range", ctx);
+  auto& graphs = graphs_[static_cast<size_t>(ctx)][static_cast<size_t>(slot)];
   SlotGraph* victim = &graphs[0];
   for (SlotGraph& g : graphs) {
     if (g.valid) {
@@ -796,18 +842,19 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
       DCP_CHECK(in.slot >= 0 && in.slot < kMaxSlots, HarnessError, "slot {} out of range", in.slot);
       const cudaStream_t s = stream_for(in.slot);
       bool cached = false;
-      SlotGraph& g = graph_for(sh, in.slot, staging_[i], &cached);
+      SlotGraph& g = graph_for(sh, in.context, in.slot, staging_[i], &cached);
+      bool& warmed = warmed_[static_cast<size_t>(in.context)][static_cast<size_t>(in.slot)];
       if (!cached) {
-        if (!warmed_[in.slot] && cfg_.kernel->info().has(DCP_CAP_EAGER_BEFORE_CAPTURE)) {
+        if (!warmed && cfg_.kernel->info().has(DCP_CAP_EAGER_BEFORE_CAPTURE)) {
           // Every rank runs the case's calls in the same order, so this extra
           // call (its output discarded) lines up across the group too.
           enqueue_call(sh, in, staging_[i], g.buffers, s, nullptr, &phases);
           wait();
         }
-        capture(g, sh, make_launch(sh, in.slot, g.buffers), s);
+        capture(g, sh, make_launch(sh, in.slot, g.buffers), s, in.context);
         if (c.churn) churn_after_capture(sh, s);
       }
-      warmed_[in.slot] = true;
+      warmed = true;
       g.last_use = ++graph_uses_;
       enqueue_call(sh, in, staging_[i], g.buffers, s, g.exec.get(), &phases);
     }
@@ -863,17 +910,22 @@ void GpuBackend::check_guards(const CallInputs& in, const CallStaging& st,
 // The tail past each payload region on this rank (peers write into it):
 // compared after every batch, refilled when damaged.
 void GpuBackend::check_region_tails(std::vector<std::string>* out) {
-  for (const MappedRegion& m : regions_) {
-    if (m.tail_guard == 0) continue;
-    uint8_t* tail = static_cast<uint8_t*>(m.peers[cfg_.group_rank]) + m.request.bytes;
-    std::vector<uint8_t> host(m.tail_guard);
-    check(cudaMemcpy(host.data(), tail, m.tail_guard, cudaMemcpyDeviceToHost), "copy region tail",
-          false);
-    const std::string damage = describe_guard_damage(m.request.name, nullptr, host.data(), m.tail_guard);
-    if (damage.empty()) continue;
-    if (out != nullptr) out->push_back(fmt::format("after the batch: {}", damage));
-    check(cudaMemset(tail, kGuardCanary, m.tail_guard), "refill region tail", false);
+  for (const KernelContext& k : contexts_) {
+    for (const MappedRegion& m : k.regions) check_region_tail(m, out);
   }
+}
+
+void GpuBackend::check_region_tail(const MappedRegion& m, std::vector<std::string>* out) {
+  if (m.tail_guard == 0) return;
+  uint8_t* tail = static_cast<uint8_t*>(m.peers[cfg_.group_rank]) + m.request.bytes;
+  std::vector<uint8_t> host(m.tail_guard);
+  check(cudaMemcpy(host.data(), tail, m.tail_guard, cudaMemcpyDeviceToHost), "copy region tail",
+        false);
+  const std::string damage =
+      describe_guard_damage(m.request.name, nullptr, host.data(), m.tail_guard);
+  if (damage.empty()) return;
+  if (out != nullptr) out->push_back(fmt::format("after the batch: {}", damage));
+  check(cudaMemset(tail, kGuardCanary, m.tail_guard), "refill region tail", false);
 }
 
 // Allocation churn (vLLM #45487: a graph keeps the addresses it was captured
@@ -952,7 +1004,7 @@ std::vector<double> GpuBackend::bench(const Case& c, const Batch& batch, const B
   check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "begin capture", false);
   cudaGraph_t graph = nullptr;
   try {
-    for (size_t i = 0; i < k; ++i) enqueue_op(make_launch(sh, 0, bufs[i]), s);
+    for (size_t i = 0; i < k; ++i) enqueue_op(make_launch(sh, 0, bufs[i]), s, 0);
   } catch (...) {
     cudaStreamEndCapture(s, &graph);
     if (graph != nullptr) cudaGraphDestroy(graph);

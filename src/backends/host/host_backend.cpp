@@ -104,7 +104,8 @@ bool back_off(uint64_t i) {
 }
 
 // For the single-parity mutant: whether the call before / after each op (in
-// this rank's call order, which the plan fixes for every rank) uses the same slot.
+// this rank's call order, which the plan fixes for every rank) uses the same
+// slot of the same context.
 struct SameSlotNeighbours {
   std::vector<char> prev, next;  // by op_idx
 };
@@ -116,7 +117,9 @@ SameSlotNeighbours same_slot_neighbours(const Case& c, int group_rank) {
   const PlannedCall* last = nullptr;
   for (const PlannedBatch& b : plan_case(c, group_rank)) {
     for (const PlannedCall& call : b.calls) {
-      if (last != nullptr && last->slot == call.slot) n.next[last->op_idx] = n.prev[call.op_idx] = 1;
+      if (last != nullptr && last->slot == call.slot && last->context == call.context) {
+        n.next[last->op_idx] = n.prev[call.op_idx] = 1;
+      }
       last = &call;
     }
   }
@@ -133,6 +136,8 @@ class HostBackend final : public RankBackend {
 
  private:
   void validate(const Case& c) const;
+  // Creates and maps context `ctx`'s segments (a collective over the group).
+  void map_context(int ctx, Rendezvous& rendezvous);
   int note_call(ExecMode mode, int num_tokens, int slot);
   void run_call(const Case& c, const CallInputs& call, const SameSlotNeighbours* order,
                 std::vector<uint8_t>& out);
@@ -162,20 +167,28 @@ class HostBackend final : public RankBackend {
   bool wait_accepts_stale() const {
     return config_.mutant == kHostMutantStaleWait || config_.mutant == kHostMutantSignedEpochOrder;
   }
+  // Rank `rank`'s segment of the call's context (ctx_). The global-recv-buffers
+  // mutant addresses this rank's own receive buffers through context 0's (a
+  // process-wide singleton); flags and step words stay the context's.
+  char* base(int rank) const { return segments_[ctx_][rank]->base(); }
+  char* recv_base(int rank) const {
+    const bool global = config_.mutant == kHostMutantGlobalRecvBuffers && rank == me_;
+    return segments_[global ? 0 : ctx_][rank]->base();
+  }
   std::atomic_ref<uint32_t> flag(int dest, int slot, int parity, int src) const {
-    auto* flags = reinterpret_cast<uint32_t*>(peers_[dest]->base() + SegmentLayout::kFlagsOffset);
+    auto* flags = reinterpret_cast<uint32_t*>(base(dest) + SegmentLayout::kFlagsOffset);
     return std::atomic_ref<uint32_t>(flags[layout_.flag_index(slot, parity, src)]);
   }
   std::atomic_ref<uint32_t> step(int owner, int slot, int peer) const {
-    auto* steps = reinterpret_cast<uint32_t*>(peers_[owner]->base() + SegmentLayout::kStepsOffset);
+    auto* steps = reinterpret_cast<uint32_t*>(base(owner) + SegmentLayout::kStepsOffset);
     return std::atomic_ref<uint32_t>(steps[SegmentLayout::step_index(slot, peer)]);
   }
-  uint32_t* own_epochs() const { return reinterpret_cast<uint32_t*>(peers_[me_]->base()); }
+  uint32_t* own_epochs() const { return reinterpret_cast<uint32_t*>(base(me_)); }
   float* lse_of(int dest) const {
-    return reinterpret_cast<float*>(peers_[dest]->base() + layout_.lse_offset);
+    return reinterpret_cast<float*>(recv_base(dest) + layout_.lse_offset);
   }
   uint16_t* out_of(int dest) const {
-    return reinterpret_cast<uint16_t*>(peers_[dest]->base() + layout_.out_offset);
+    return reinterpret_cast<uint16_t*>(recv_base(dest) + layout_.out_offset);
   }
 
   BackendConfig config_;
@@ -189,9 +202,13 @@ class HostBackend final : public RankBackend {
   std::array<int, kMaxSlots> call_tokens_{};
   int call_rows_ = 0;  // receive rows per source of the call in progress
   bool in_graph_ = false;  // the call in progress is part of a graph batch
-  int me_ = 0;                                   // group rank
-  std::vector<std::unique_ptr<Segment>> peers_;  // by group rank; peers_[me_] is ours
-  WaitStatus local_status_{};                    // used when no status board is given
+  int me_ = 0;  // group rank
+  // Per kernel context (Case::num_contexts), by group rank ([ctx][me_] is
+  // ours); context 1 is mapped by the first case that uses it.
+  std::array<std::vector<std::unique_ptr<Segment>>, kMaxContexts> segments_;
+  int ctx_ = 0;  // the context of the call in progress
+  Rendezvous* rendezvous_ = nullptr;  // the worker's, outlives this backend
+  WaitStatus local_status_{};  // used when no status board is given
   WaitStatus* status_ = nullptr;
 };
 
@@ -200,6 +217,13 @@ HostBackend::HostBackend(const BackendConfig& config, Rendezvous& rendezvous)
   status_ = config.status != nullptr ? config.status : &local_status_;
   DCP_CHECK(static_cast<int>(config.members.size()) == config.dcp_size, HarnessError,
             "host backend: {} members for dcp size {}", config.members.size(), config.dcp_size);
+  rendezvous_ = &rendezvous;
+  map_context(0, rendezvous);
+}
+
+// Each context's segments are checked against /dev/shm's free space as they are made.
+void HostBackend::map_context(int ctx, Rendezvous& rendezvous) {
+  const BackendConfig& config = config_;
   struct statvfs vfs {};
   if (statvfs("/dev/shm", &vfs) == 0) {
     const size_t free_bytes = static_cast<size_t>(vfs.f_bavail) * vfs.f_frsize;
@@ -208,26 +232,30 @@ HostBackend::HostBackend(const BackendConfig& config, Rendezvous& rendezvous)
               "geometry: lower --max-tokens or enlarge /dev/shm",
               free_bytes >> 20, layout_.total_bytes >> 20);
   }
-  const std::string tag = fmt::format("host-g{}x{}", config.dcp_size, config.group_idx);
-  peers_.resize(config.dcp_size);
+  const std::string suffix = ctx == 0 ? "" : kContextSegmentSuffix;
+  const std::string tag = fmt::format("host-g{}x{}{}", config.dcp_size, config.group_idx, suffix);
+  std::vector<std::unique_ptr<Segment>> peers(static_cast<size_t>(config.dcp_size));
   const std::string mine =
-      host_segment_name(config.run_id, config.dcp_size, config.group_idx, config.global_rank);
-  peers_[me_] = std::make_unique<Segment>(mine, layout_.total_bytes, /*create=*/true);
+      host_segment_name(config.run_id, config.dcp_size, config.group_idx, config.global_rank) +
+      suffix;
+  peers[me_] = std::make_unique<Segment>(mine, layout_.total_bytes, /*create=*/true);
   auto names = rendezvous.allgather(tag + "-created", config.members, mine);
   for (int i = 0; i < config.dcp_size; ++i) {
     if (i == me_) continue;
-    peers_[i] = std::make_unique<Segment>(names[i], layout_.total_bytes, /*create=*/false);
+    peers[i] = std::make_unique<Segment>(names[i], layout_.total_bytes, /*create=*/false);
   }
   // Every peer holds a mapping now: the names can go, the memory stays until unmapped.
   rendezvous.barrier(tag + "-mapped", config.members);
-  peers_[me_]->unlink_name();
+  peers[me_]->unlink_name();
+  segments_[static_cast<size_t>(ctx)] = std::move(peers);  // only once complete
 }
 
 void HostBackend::validate(const Case& c) const {
   const Geometry& g = config_.geometry;
   DCP_CHECK(c.dcp_size == config_.dcp_size && c.geometry.heads_per_rank == g.heads_per_rank &&
                 c.geometry.head_dim == g.head_dim && c.num_tokens >= 1 &&
-                c.num_tokens <= g.max_tokens + 1 && c.num_slots >= 1 && c.num_slots <= kMaxSlots,
+                c.num_tokens <= g.max_tokens + 1 && c.num_slots >= 1 && c.num_slots <= kMaxSlots &&
+                c.num_contexts >= 1 && c.num_contexts <= kMaxContexts,
             HarnessError, "host backend (dcp {}, h{} d{} m{}) cannot run case {}", config_.dcp_size,
             g.heads_per_rank, g.head_dim, g.max_tokens, format_case_id(c));
   DCP_CHECK(c.out_dtype != DType::kFp32, HarnessError,
@@ -237,19 +265,27 @@ void HostBackend::validate(const Case& c) const {
 void HostBackend::begin_case(const Case& c) {
   validate(c);
   for (auto& captured : captured_) captured.clear();  // a case captures its own graphs
+  // Between the group's barriers, on every rank alike: the collective mapping.
+  for (int k = 1; k < c.num_contexts; ++k) {
+    if (segments_[static_cast<size_t>(k)].empty()) map_context(k, *rendezvous_);
+  }
   if (!c.epoch_start) return;
   // Quiescent (between two group barriers): every flag we receive is set to the
   // restarted epoch, so the next call (epoch + 1, either parity) cannot see a
   // stale flag equal to its own epoch, even across the 32-bit wrap.
   const uint32_t e = *c.epoch_start;
-  for (int s = 0; s < kMaxSlots; ++s) {
-    own_epochs()[s] = e;
-    restart_slot_record(*status_, s, e);
-    for (int p = 0; p < 2; ++p) {
-      for (int src = 0; src < config_.dcp_size; ++src) flag(me_, s, p, src).store(e);
+  for (ctx_ = 0; ctx_ < kMaxContexts; ++ctx_) {
+    if (segments_[static_cast<size_t>(ctx_)].empty()) continue;
+    for (int s = 0; s < kMaxSlots; ++s) {
+      own_epochs()[s] = e;
+      restart_slot_record(*status_, s, e);
+      for (int p = 0; p < 2; ++p) {
+        for (int src = 0; src < config_.dcp_size; ++src) flag(me_, s, p, src).store(e);
+      }
+      for (int peer = 0; peer < config_.dcp_size; ++peer) step(me_, s, peer).store(e);
     }
-    for (int peer = 0; peer < config_.dcp_size; ++peer) step(me_, s, peer).store(e);
   }
+  ctx_ = 0;
 }
 
 std::vector<std::vector<uint8_t>> HostBackend::run_batch(const Case& c, const Batch& batch) {
@@ -270,6 +306,11 @@ std::vector<std::vector<uint8_t>> HostBackend::run_batch(const Case& c, const Ba
   std::vector<std::vector<uint8_t>> outputs(batch.calls.size());
   in_graph_ = batch.mode == ExecMode::kGraph;
   for (size_t i = 0; i < batch.calls.size(); ++i) {
+    const int ctx = batch.calls[i].context;
+    DCP_CHECK(ctx >= 0 && ctx < c.num_contexts && !segments_[static_cast<size_t>(ctx)].empty(),
+              HarnessError, "call {} on context {} of {}", batch.calls[i].op_idx, ctx,
+              c.num_contexts);
+    ctx_ = ctx;
     call_rows_ = note_call(batch.mode, c.num_tokens, batch.calls[i].slot);
     run_call(c, batch.calls[i], config_.mutant == kHostMutantSingleParity ? &order : nullptr,
              outputs[i]);
@@ -581,6 +622,9 @@ std::vector<std::string> host_segment_names(const std::string& run_id, int world
     for (int r = 0; r < world; ++r) {
       names.push_back(host_segment_name(run_id, g, r / g, r));
       names.push_back(host_segment_name(run_id, g, r / g, r) + kPluginSegmentSuffix);
+      names.push_back(host_segment_name(run_id, g, r / g, r) + kContextSegmentSuffix);
+      names.push_back(host_segment_name(run_id, g, r / g, r) + kPluginSegmentSuffix +
+                      kContextSegmentSuffix);
     }
   }
   return names;

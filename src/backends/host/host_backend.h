@@ -36,6 +36,8 @@ std::string host_segment_name(const std::string& run_id, int dcp_size, int group
                               int global_rank);
 // A host plugin's segment is host_segment_name(...) + this suffix.
 inline constexpr const char* kPluginSegmentSuffix = "-p";
+// A second kernel context's segment (Case::num_contexts) adds this suffix.
+inline constexpr const char* kContextSegmentSuffix = "-c1";
 // Every segment name a run of `world` ranks can create.
 std::vector<std::string> host_segment_names(const std::string& run_id, int world);
 // Bytes of one rank's segment for a group of dcp_size ranks (mapped sparsely:

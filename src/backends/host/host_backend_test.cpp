@@ -329,6 +329,71 @@ TEST_CASE("the host-mapped-params mutant is caught by a graph set, and only ther
   }
 }
 
+// Two kernel contexts per rank, the ops alternating between them: eager, pipelined
+// with layers, graphs on two slots, across the epoch wrap.
+std::vector<Case> two_context_cases(int w) {
+  std::vector<Case> cases;
+  Case a = base_case(w);
+  a.num_contexts = 2;
+  a.num_tokens = 5;
+  a.num_calls = 6;
+  a.skew = true;
+  cases.push_back(a);
+  Case b = a;
+  b.mode = ExecMode::kPipelined;
+  b.num_slots = 2;
+  b.num_layers = 2;
+  b.empty = EmptyPattern::kOne;
+  b.seed = 0xc2;
+  cases.push_back(b);
+  Case g = a;
+  g.mode = ExecMode::kGraph;
+  g.num_slots = 2;
+  g.epoch_start = 0xFFFFFFFEu;
+  g.seed = 0xc3;
+  cases.push_back(g);
+  return cases;
+}
+
+TEST_CASE("two contexts per rank: every call checked, the second context made once, lazily") {
+  for (int w : {2, 4}) {
+    CAPTURE(w);
+    std::vector<Case> cases = {base_case(w)};  // one context first, then two, then one again
+    for (const Case& c : two_context_cases(w)) cases.push_back(c);
+    cases.push_back(base_case(w));
+    const auto results = run_group(w, cases, kHostMutantNone, 10.0);
+    require_all_passed(results);
+    for (size_t k = 0; k < cases.size(); ++k) {
+      CHECK(results[k][0].num_checked >= checked_elements(cases[k]));
+    }
+  }
+}
+
+// The twin of the GPU mutant: this rank's own receive buffers are context 0's
+// whatever the call's context. One context per case (even after a second one
+// exists) is the correct model; every two-context case combines stale payloads.
+TEST_CASE("the global-recv-buffers mutant is caught by the two-contexts cases, and only there") {
+  for (int w : {2, 4}) {
+    CAPTURE(w);
+    std::vector<Case> one = protocol_cases(w);
+    for (Case c : two_context_cases(w)) one.push_back((c.num_contexts = 1, c));
+    require_all_passed(run_group(w, one, kHostMutantGlobalRecvBuffers, 10.0));
+    for (const Case& c : two_context_cases(w)) {
+      CAPTURE(format_case_id(c));
+      const auto results = run_group(w, {base_case(w), c, base_case(w)},
+                                     kHostMutantGlobalRecvBuffers, 10.0);
+      for (int r = 0; r < w; ++r) {
+        INFO("rank ", r, ": ", results[1][r].error);
+        CHECK(results[0][r].passed);
+        CHECK(results[1][r].error.empty());
+        CHECK(results[1][r].failure == FailureKind::kMismatch);
+        CHECK(results[1][r].num_mismatches > 0);
+        CHECK(results[2][r].passed);  // context 0 alone is right again
+      }
+    }
+  }
+}
+
 TEST_CASE("a capacity case passes only when every rank refuses it") {
   for (int w : {2, 4}) {
     CAPTURE(w);
@@ -441,8 +506,11 @@ TEST_CASE("a wait that never ends traps with who waits on whom, and the status b
 
 TEST_CASE("segment names are deterministic and cover every group of a world") {
   auto names = host_segment_names("rid", 4);
-  // dcp4: 1 group of 4 ranks; dcp2: 2 groups of 2; each name also with the host plugin suffix.
-  REQUIRE(names.size() == 16);
+  // dcp4: 1 group of 4 ranks; dcp2: 2 groups of 2; each name also with the host plugin
+  // suffix, and all of them again for a second kernel context.
+  REQUIRE(names.size() == 32);
+  CHECK(std::find(names.begin(), names.end(), "/dcp-check-rid-g2x1-r3-c1") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "/dcp-check-rid-g2x1-r3-p-c1") != names.end());
   CHECK(std::find(names.begin(), names.end(), "/dcp-check-rid-g2x1-r3-p") != names.end());
   CHECK(std::find(names.begin(), names.end(), "/dcp-check-rid-g4x0-r3") != names.end());
   CHECK(std::find(names.begin(), names.end(), "/dcp-check-rid-g2x1-r3") != names.end());

@@ -24,6 +24,7 @@ enum HostMutantId : int {
   kHostMutantNoGridDependencyWait = 8,  // under PDL, dispatch reads before the producer's last row
   kHostMutantHostMappedParams = 9,  // receive rows packed by the T of the slot's last call()
   kHostMutantUnjoinedSideStream = 10,  // group rank 0 sends to its peers after its call returned
+  kHostMutantGlobalRecvBuffers = 11,  // own receive buffers are context 0's in every context
 };
 
 struct HostMutantInfo {
@@ -66,6 +67,11 @@ inline constexpr HostMutantInfo kHostMutants[] = {
      "(joined only under graph capture); the model's group rank 0 sends only after its call "
      "returned, so a caller that reuses the inputs at once (the reuse cases) has it send NaN",
      "input-reuse"},
+    {kHostMutantGlobalRecvBuffers, "global-recv-buffers", "protocol",
+     "this rank's own receive buffers are a process-wide singleton (the first context's) while "
+     "flags stay per context: the second context's calls combine the first's stale payloads "
+     "(only the two-contexts cases reach it)",
+     "two-contexts"},
 };
 
 }  // namespace dcp

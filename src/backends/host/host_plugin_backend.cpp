@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -33,10 +34,17 @@ struct HostRegion {
   std::vector<int64_t> peer_table;
 };
 
+// One kernel context: its segments, regions and instance (finalized first).
+struct PluginContext {
+  std::vector<std::unique_ptr<Segment>> segments;  // by group rank
+  std::vector<HostRegion> regions;
+  std::unique_ptr<KernelInstance> instance;
+  ~PluginContext() { instance.reset(); }  // finalize before unmapping
+};
+
 class HostPluginBackend final : public RankBackend {
  public:
   HostPluginBackend(const BackendConfig& config, Rendezvous& rendezvous);
-  ~HostPluginBackend() override { instance_.reset(); }  // finalize before unmapping
 
   std::string name() const override { return "host"; }
   bool emits_combined_lse() const override {
@@ -46,47 +54,59 @@ class HostPluginBackend final : public RankBackend {
   std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) override;
 
  private:
+  // Creates context `ctx` (a collective over the group: every rank, same point).
+  void make_context(int ctx, Rendezvous& rendezvous);
+
   BackendConfig config_;
-  std::vector<std::unique_ptr<Segment>> segments_;  // by group rank
-  std::vector<HostRegion> regions_;
-  std::unique_ptr<KernelInstance> instance_;
+  // Context 0 from start-up, context 1 made by the first case that uses it.
+  std::array<std::unique_ptr<PluginContext>, kMaxContexts> contexts_;
+  Rendezvous* rendezvous_ = nullptr;  // the worker's, outlives this backend
   WaitStatus local_status_{};
 };
 
 HostPluginBackend::HostPluginBackend(const BackendConfig& config, Rendezvous& rendezvous)
-    : config_(config) {
-  const KernelGroup group =
+    : config_(config), rendezvous_(&rendezvous) {
+  make_context(0, rendezvous);
+}
+
+// Context k > 0 names its exchanges "/ctx<k>" and its segment with kContextSegmentSuffix.
+void HostPluginBackend::make_context(int ctx, Rendezvous& rendezvous) {
+  auto k = std::make_unique<PluginContext>();
+  std::vector<std::unique_ptr<Segment>>& segments = k->segments;
+  std::vector<HostRegion>& regions = k->regions;
+  KernelGroup group =
       kernel_group(config_, -1, config_.status != nullptr ? config_.status : &local_status_);
-  instance_ = std::make_unique<KernelInstance>(config_.kernel, group);
-  const std::vector<dcpRegionRequest_v1> requests = instance_->query_workspace(rendezvous);
+  if (ctx > 0) group.key += fmt::format("/ctx{}", ctx);
+  k->instance = std::make_unique<KernelInstance>(config_.kernel, group);
+  const std::vector<dcpRegionRequest_v1> requests = k->instance->query_workspace(rendezvous);
 
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   size_t segment_bytes = 0;
-  regions_.resize(requests.size());
+  regions.resize(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
-    regions_[i].request = requests[i];
+    regions[i].request = requests[i];
     if (requests[i].kind == DCP_REGION_LOCAL) continue;
-    regions_[i].offset = segment_bytes;
-    if (requests[i].kind == DCP_REGION_PAYLOAD) regions_[i].tail_guard = guard_bytes_for(0);
-    segment_bytes = align_up(segment_bytes + requests[i].bytes + regions_[i].tail_guard, page);
+    regions[i].offset = segment_bytes;
+    if (requests[i].kind == DCP_REGION_PAYLOAD) regions[i].tail_guard = guard_bytes_for(0);
+    segment_bytes = align_up(segment_bytes + requests[i].bytes + regions[i].tail_guard, page);
   }
   const int W = config_.dcp_size, me = config_.group_rank;
-  segments_.resize(W);
+  segments.resize(W);
   if (segment_bytes > 0) {
     const std::string tag = group.key + "/segment";
     const std::string mine =
         host_segment_name(config_.run_id, W, config_.group_idx, config_.global_rank) +
-        kPluginSegmentSuffix;
-    segments_[me] = std::make_unique<Segment>(mine, segment_bytes, /*create=*/true);  // zeroed
+        kPluginSegmentSuffix + (ctx > 0 ? kContextSegmentSuffix : "");
+    segments[me] = std::make_unique<Segment>(mine, segment_bytes, /*create=*/true);  // zeroed
     const auto names = rendezvous.allgather(tag + "-created", config_.members, mine);
     for (int i = 0; i < W; ++i) {
-      if (i != me) segments_[i] = std::make_unique<Segment>(names[i], segment_bytes, false);
+      if (i != me) segments[i] = std::make_unique<Segment>(names[i], segment_bytes, false);
     }
     rendezvous.barrier(tag + "-mapped", config_.members);
-    segments_[me]->unlink_name();
+    segments[me]->unlink_name();
   }
   std::vector<dcpRegion_v1> mapped;
-  for (HostRegion& r : regions_) {
+  for (HostRegion& r : regions) {
     const dcpRegionRequest_v1& q = r.request;
     r.peers.assign(W, nullptr);
     if (q.kind == DCP_REGION_LOCAL) {
@@ -97,7 +117,7 @@ HostPluginBackend::HostPluginBackend(const BackendConfig& config, Rendezvous& re
       std::memset(r.local.get(), 0, q.bytes);
       r.peers[me] = r.local.get();
     } else {
-      for (int i = 0; i < W; ++i) r.peers[i] = segments_[i]->base() + r.offset;
+      for (int i = 0; i < W; ++i) r.peers[i] = segments[i]->base() + r.offset;
     }
     if (q.init == DCP_REGION_INIT_FILL)
       std::memset(r.peers[me], static_cast<int>(q.fill_byte), q.bytes);
@@ -118,20 +138,30 @@ HostPluginBackend::HostPluginBackend(const BackendConfig& config, Rendezvous& re
   }
   // Fill bytes must be in place on every rank before any init may read a peer's.
   rendezvous.barrier(group.key + "/filled", config_.members);
-  instance_->init(mapped, rendezvous);
+  k->instance->init(mapped, rendezvous);
+  contexts_[static_cast<size_t>(ctx)] = std::move(k);
 }
 
 void HostPluginBackend::begin_case(const Case& c) {
   DCP_CHECK(c.dcp_size == config_.dcp_size, HarnessError,
             "case for a DCP group of {} sent to a backend of {}", c.dcp_size, config_.dcp_size);
-  for (HostRegion& r : regions_) {
-    if (r.request.kind == DCP_REGION_PAYLOAD) {
-      std::memset(r.peers[config_.group_rank], 0xFF, r.request.bytes);
-    }
+  DCP_CHECK(c.num_contexts >= 1 && c.num_contexts <= kMaxContexts, HarnessError,
+            "case {} asks for {} kernel contexts (at most {})", format_case_id(c), c.num_contexts,
+            kMaxContexts);
+  for (int k = 1; k < c.num_contexts; ++k) {
+    if (contexts_[static_cast<size_t>(k)] == nullptr) make_context(k, *rendezvous_);
   }
-  if (c.epoch_start.has_value()) {
-    for (int slot = 0; slot < instance_->config().num_slots; ++slot) {
-      instance_->set_epoch(slot, uint64_t{*c.epoch_start}, nullptr);
+  for (const auto& k : contexts_) {
+    if (k == nullptr) continue;
+    for (HostRegion& r : k->regions) {
+      if (r.request.kind == DCP_REGION_PAYLOAD) {
+        std::memset(r.peers[config_.group_rank], 0xFF, r.request.bytes);
+      }
+    }
+    if (c.epoch_start.has_value()) {
+      for (int slot = 0; slot < k->instance->config().num_slots; ++slot) {
+        k->instance->set_epoch(slot, uint64_t{*c.epoch_start}, nullptr);
+      }
     }
   }
 }
@@ -185,7 +215,12 @@ std::vector<std::vector<uint8_t>> HostPluginBackend::run_batch(const Case& c, co
       a.combined_lse = reinterpret_cast<float*>(guarded_lse.data() + guard);
     }
     a.timeout_ns = static_cast<uint64_t>(std::max(1e-3, config_.spin_timeout_s) * 1e9);
-    instance_->call(a, fmt::format("call {}", in.op_idx).c_str());
+    DCP_CHECK(in.context >= 0 && in.context < kMaxContexts &&
+                  contexts_[static_cast<size_t>(in.context)] != nullptr,
+              HarnessError, "call {} on kernel context {}, which this rank has not created",
+              in.op_idx, in.context);
+    contexts_[static_cast<size_t>(in.context)]->instance->call(
+        a, fmt::format("call {}", in.op_idx).c_str());
     if (c.reuse) {
       std::fill(reused[reused.size() - 2].begin(), reused[reused.size() - 2].end(), uint8_t{0xFF});
       std::fill(reused.back().begin(), reused.back().end(), uint8_t{0xFF});
@@ -205,15 +240,18 @@ std::vector<std::vector<uint8_t>> HostPluginBackend::run_batch(const Case& c, co
     }
   }
   // Peers write into this rank's payload regions: their tails after the batch.
-  for (const HostRegion& r : regions_) {
-    if (r.tail_guard == 0) continue;
-    uint8_t* tail = static_cast<uint8_t*>(r.peers[config_.group_rank]) + r.request.bytes;
-    const std::string damage = describe_guard_damage(r.request.name, nullptr, tail, r.tail_guard);
-    if (damage.empty()) continue;
-    if (batch.out_of_bounds != nullptr) {
-      batch.out_of_bounds->push_back(fmt::format("after the batch: {}", damage));
+  for (const auto& k : contexts_) {
+    if (k == nullptr) continue;
+    for (const HostRegion& r : k->regions) {
+      if (r.tail_guard == 0) continue;
+      uint8_t* tail = static_cast<uint8_t*>(r.peers[config_.group_rank]) + r.request.bytes;
+      const std::string damage = describe_guard_damage(r.request.name, nullptr, tail, r.tail_guard);
+      if (damage.empty()) continue;
+      if (batch.out_of_bounds != nullptr) {
+        batch.out_of_bounds->push_back(fmt::format("after the batch: {}", damage));
+      }
+      std::memset(tail, kGuardCanary, r.tail_guard);
     }
-    std::memset(tail, kGuardCanary, r.tail_guard);
   }
   return outputs;
 }
