@@ -66,7 +66,28 @@ std::string SmPressure::start(int percent) {
     return fmt::format("pressure {}%: none (this rank holds {} SM at once)", percent, rank_sms_);
   }
   const int sms = std::clamp((rank_sms_ * percent + 99) / 100, 1, rank_sms_ - 1);
-  const int blocks = std::min(sms, kMaxPressureBlocks);
+  int blocks = std::min(sms, kMaxPressureBlocks);
+  int resident = launch_and_admit(blocks);
+  // A block not resident when admission closed stays queued until an SM is
+  // wholly free, and later grids queued behind it (under MPS, where peers
+  // hold part of this rank's share: the op's dispatch never started). So
+  // relaunch with only what became resident, until none is left queued.
+  int relaunches = 0;
+  while (resident > 0 && resident < blocks && relaunches < 3) {
+    stop();
+    blocks = resident;
+    resident = launch_and_admit(blocks);
+    ++relaunches;
+  }
+  note_ = fmt::format(
+      "pressure {}%: {} of {} blocks of {} threads and {} KiB shared memory resident ({} SMs "
+      "wanted of the {} this rank holds at once; the device has {}){}",
+      percent, resident, blocks, kPressureThreads, shared_bytes_ / 1024, sms, rank_sms_,
+      device_sms_, relaunches > 0 ? fmt::format(", after {} relaunches", relaunches) : "");
+  return note_;
+}
+
+int SmPressure::launch_and_admit(int blocks) {
   std::memset(const_cast<uint8_t*>(host_->resident), 0, sizeof(host_->resident));
   host_->stop = 0;
   host_->closed = 0;
@@ -90,13 +111,7 @@ std::string SmPressure::start(int percent) {
   host_->closed = 1;
   // A block admitted between the count and `closed` still holds its SM.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  const int resident = count_resident();
-  note_ = fmt::format(
-      "pressure {}%: {} of {} blocks of {} threads and {} KiB shared memory resident ({} SMs of "
-      "the {} this rank holds at once; the device has {})",
-      percent, resident, blocks, kPressureThreads, shared_bytes_ / 1024, sms, rank_sms_,
-      device_sms_);
-  return note_;
+  return count_resident();
 }
 
 void SmPressure::stop() {

@@ -30,7 +30,8 @@ class SmPressure {
   // threads, each with all the shared memory an SM allows one block, so each
   // holds one SM whole (no block of any size fits beside it) and the other
   // SMs stay free for any block (none when rank_sms < 2). Waits up to 200 ms
-  // for them to be resident; blocks placed later leave at once. (Two
+  // for them to be resident; blocks placed later leave at once, and when
+  // some were left queued it relaunches with as many as became resident. (Two
   // 1024-thread blocks per SM held the SMs too, but blocks of fewer than 256
   // threads then waited for the pressure to end even with idle SMs left:
   // docs/DESIGN.md, "SM pressure".)
@@ -51,6 +52,9 @@ class SmPressure {
   PressureControl* dev_ = nullptr;   // its device alias
   DeviceBuffer words_;               // relay + poller claim (the probe's three words first)
   bool running_ = false;
+  // Launches `blocks` pressure blocks, waits up to 200 ms for them to be
+  // resident, closes admission; returns how many are.
+  int launch_and_admit(int blocks);
   std::string note_;
 };
 
