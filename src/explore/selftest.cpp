@@ -14,6 +14,7 @@
 #include "errors.h"
 #include "host_mutants.h"
 #include "mutants.h"
+#include "pressure_rule.h"
 #include "run_report.h"
 
 namespace dcp {
@@ -245,6 +246,12 @@ std::string why_not_catchable_here(const MutantInfo& m, const EnvironmentInfo& e
   if (m.needs_concurrent_ranks && env.ranks_share_gpu && !mps) {
     return "ranks time-slice one GPU, so a peer sees the early signal only if a slice ends "
            "mid-call; it needs ranks that run at once (--mps on, or one GPU per rank)";
+  }
+  if (m.family == "sm-pressure") {
+    if (std::string why = pressure_unrunnable_reason(most_ranks_per_gpu(env.rank_gpu), mps);
+        !why.empty()) {
+      return "its cases are skipped: " + why;
+    }
   }
   const int world = static_cast<int>(env.rank_gpu.size());
   if (world > 0 && world < m.min_sources) {

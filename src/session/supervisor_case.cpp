@@ -10,6 +10,7 @@
 
 #include "errors.h"
 #include "plan.h"
+#include "pressure_rule.h"
 #include "supervisor_impl.h"
 #include "worker_protocol.h"
 
@@ -232,6 +233,11 @@ std::string Session::Impl::skip_reason(const Case& c) const {
   }
   if (c.pressure > 0 && config.backend == BackendKind::kHost) {
     return "not run: SM pressure needs the GPU backend (the host model has no SMs)";
+  }
+  if (c.pressure > 0) {
+    const std::string why =
+        pressure_unrunnable_reason(most_ranks_per_gpu(env.rank_gpu), mps != nullptr && mps->active());
+    if (!why.empty()) return "not run: " + why;
   }
   // Decided from the kernels' declarations before any rank enters the exchange.
   for (const KernelInfo* k : config.kernels()) {
