@@ -12,6 +12,7 @@
 
 #include "errors.h"
 #include "families.h"
+#include "pressure_rule.h"
 
 namespace dcp {
 namespace {
@@ -387,6 +388,29 @@ TEST_CASE("a mutant whose family lives in another suite is not catchable in the 
   CHECK(why_not_catchable_in(m, env, "pressure").empty());
   m.suite.clear();
   CHECK(why_not_catchable_in(m, env, "default").empty());
+}
+
+TEST_CASE("SM pressure: skipped, and its mutant not catchable, with > 2 ranks per GPU under MPS") {
+  CHECK(most_ranks_per_gpu({0, 0, 0, 0}) == 4);
+  CHECK(most_ranks_per_gpu({0, 1, 0, 1}) == 2);
+  CHECK(most_ranks_per_gpu({0, 1, 2, 3}) == 1);
+  CHECK(pressure_unrunnable_reason(4, /*mps=*/false).empty());  // time-sliced ranks run it
+  CHECK(pressure_unrunnable_reason(2, /*mps=*/true).empty());
+  CHECK(pressure_unrunnable_reason(4, /*mps=*/true).starts_with("SM pressure with 4 ranks"));
+  MutantInfo m = mutant(1, "spinning");
+  m.family = "sm-pressure";
+  m.needs_concurrent_ranks = true;
+  EnvironmentInfo env;
+  env.ranks_share_gpu = true;
+  env.mps_mode = "on: private daemon (25% of SMs per rank)";
+  env.rank_gpu = {0, 0, 0, 0};
+  CHECK(why_not_catchable_here(m, env).starts_with("its cases are skipped: SM pressure with 4"));
+  env.rank_gpu = {0, 0};
+  CHECK(why_not_catchable_here(m, env).empty());
+  MutantInfo other = mutant(2, "other");
+  other.family = "graph-set";
+  env.rank_gpu = {0, 0, 0, 0};
+  CHECK(why_not_catchable_here(other, env).empty());
 }
 
 TEST_CASE("the mutant tables: ids > 0, unique names, reasons for every uncatchable one") {
