@@ -296,6 +296,22 @@ PRELUDE
 }
 
 # gpu_finish: the summary line and the exit code.
+# A field-failure family on the GPU: the built-in kernel passes the cases
+# `--filter FAMILY` selects at world 2, and the selftest catches MUTANT on
+# `--filter CATCH` and not on `--filter MISS` (it survives them).
+check_family() {  # check_family FAMILY MUTANT CATCH MISS
+  local family=$1 mutant=$2 catch=$3 miss=$4 n
+  n=$(num_cases --world 2 --filter "$family")
+  run_dcp family 240 --world 2 --filter "$family"
+  expect_rc family 0 "world 2 cases matching '$family' ($n)" && expect_pass_verdict family "$n"
+  run_dcp mutant_in 300 selftest --world 2 --fast --no-upstream --filter "$catch" --mutants "$mutant"
+  expect_rc mutant_in 0 "selftest --filter '$catch' catches $mutant" &&
+    expect_output mutant_in "the table says detected" "$mutant.*detected"
+  run_dcp mutant_out 600 selftest --world 2 --fast --no-upstream --filter "$miss" --mutants "$mutant"
+  expect_rc mutant_out 1 "selftest --filter '$miss': $mutant survives" &&
+    expect_output mutant_out "the table says SURVIVED" "$mutant.*SURVIVED"
+}
+
 gpu_finish() {
   if ((FAILURES)); then
     echo "== $TEST_NAME: FAILED: $FAILURES of $CHECKS checks failed"
