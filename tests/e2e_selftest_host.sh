@@ -70,22 +70,31 @@ second=$(caught_counts "$work/second.json") || fail "cannot read caught counts"
 [ "$first" = "$second" ] || fail "caught counts differ between two runs: $first vs $second"
 echo "ok   same caught counts on two runs: $first"
 
+# host_selftest NAME WANT_RC FILTER MUTANT [ARGS...]: one selftest of MUTANT on
+# the default suite's cases matching FILTER (output in $work/NAME.txt); fails
+# unless it exits WANT_RC (0: detected, 1: survived).
+host_selftest() {
+  local name=$1 want=$2 filter=$3 mutant=$4 rc
+  shift 4
+  "$bin" selftest --backend host --world 2 --geometry tiny --suite default --filter "$filter" \
+    --mutants "$mutant" --no-upstream "$@" >"$work/$name.txt" 2>&1
+  rc=$?
+  [ "$rc" -eq "$want" ] || { cat "$work/$name.txt"; fail "$mutant on '$filter' exited $rc, want $want"; }
+}
+# survives NAME MUTANT KIND: the run NAME's table says MUTANT survived.
+survives() {
+  grep -q "$2 ($3): SURVIVED" "$work/$1.txt" || fail "$2 does not survive the cases of run $1"
+}
+
 # no-grid-dependency-wait is reached only under PDL: the slow producer cases
 # without it (stream order) miss it, so there it survives (exit 1).
-"$bin" selftest --backend host --world 2 --geometry tiny --suite default --filter prodslow \
-  --mutants no-grid-dependency-wait --no-upstream >"$work/prodslow.txt" 2>&1
-rc=$?
-[ "$rc" -eq 1 ] || { cat "$work/prodslow.txt"; fail "no-grid-dependency-wait on prodslow exited $rc, want 1"; }
-grep -q "no-grid-dependency-wait (memory-ordering): SURVIVED" "$work/prodslow.txt" ||
-  fail "no-grid-dependency-wait does not survive the prodslow cases"
+host_selftest prodslow 1 prodslow no-grid-dependency-wait
+survives prodslow no-grid-dependency-wait memory-ordering
 echo "ok   no-grid-dependency-wait survives the cases without PDL"
 
 # unjoined-side-stream sends after its call returned: only a caller that
 # reuses its inputs at once (the reuse cases) sees it; every other case misses it.
-"$bin" selftest --backend host --world 2 --geometry tiny --suite default --filter reuse \
-  --mutants unjoined-side-stream --no-upstream --json "$work/reuse.json" >"$work/reuse.txt" 2>&1
-rc=$?
-[ "$rc" -eq 0 ] || { cat "$work/reuse.txt"; fail "unjoined-side-stream on the reuse cases exited $rc, want 0"; }
+host_selftest reuse 0 reuse unjoined-side-stream --json "$work/reuse.json"
 python3 - "$work/reuse.json" <<'PY' || { cat "$work/reuse.txt"; fail "unjoined-side-stream: see above"; }
 import json, sys
 m = json.load(open(sys.argv[1]))["mutants"][0]
@@ -95,27 +104,17 @@ assert m["strict"]["how"] == "mismatch", m["strict"]["how"]
 # Graph batches join the side stream (a capture insists): only the others catch it.
 print(f"ok   unjoined-side-stream: {m['strict']['num_caught']} of {m['strict']['num_run']} reuse cases")
 PY
-"$bin" selftest --backend host --world 2 --geometry tiny --suite default \
-  --filter '^((?!reuse).)*$' --mutants unjoined-side-stream --no-upstream >"$work/noreuse.txt" 2>&1
-rc=$?
-[ "$rc" -eq 1 ] || { cat "$work/noreuse.txt"; fail "unjoined-side-stream without reuse exited $rc, want 1"; }
-grep -q "unjoined-side-stream (protocol): SURVIVED" "$work/noreuse.txt" ||
-  fail "unjoined-side-stream does not survive the cases without reuse"
+host_selftest noreuse 1 '^((?!reuse).)*$' unjoined-side-stream
+survives noreuse unjoined-side-stream protocol
 echo "ok   unjoined-side-stream is caught by the reuse cases only"
+
 # global-recv-buffers (state shared by the kernel contexts of one process) is
 # reached only by the two-contexts cases: caught there, survives every other.
-"$bin" selftest --backend host --world 2 --geometry tiny --suite default --filter ctx2 \
-  --mutants global-recv-buffers --no-upstream >"$work/ctx2.txt" 2>&1
-rc=$?
-[ "$rc" -eq 0 ] || { cat "$work/ctx2.txt"; fail "global-recv-buffers on ctx2 exited $rc, want 0"; }
+host_selftest ctx2 0 ctx2 global-recv-buffers
 grep -q "global-recv-buffers (protocol): detected" "$work/ctx2.txt" ||
   { cat "$work/ctx2.txt"; fail "global-recv-buffers is not detected by the ctx2 cases"; }
-"$bin" selftest --backend host --world 2 --geometry tiny --suite default \
-  --filter '^((?!ctx2).)*$' --mutants global-recv-buffers --no-upstream >"$work/noctx2.txt" 2>&1
-rc=$?
-[ "$rc" -eq 1 ] || { cat "$work/noctx2.txt"; fail "global-recv-buffers without ctx2 exited $rc, want 1"; }
-grep -q "global-recv-buffers (protocol): SURVIVED" "$work/noctx2.txt" ||
-  fail "global-recv-buffers does not survive the cases without ctx2"
+host_selftest noctx2 1 '^((?!ctx2).)*$' global-recv-buffers
+survives noctx2 global-recv-buffers protocol
 echo "ok   global-recv-buffers caught by the ctx2 cases only"
 
 # An unknown mutant name is bad usage: exit 2 with a message naming it.
