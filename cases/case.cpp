@@ -38,6 +38,9 @@ std::string validate(const Case& c) {
   if (c.pressure < 0 || c.pressure > kMaxPressure) {
     return fmt::format("press{} must be in [1, {}] percent", c.pressure, kMaxPressure);
   }
+  if (c.num_contexts < 1 || c.num_contexts > 2) {
+    return fmt::format("{} kernel contexts: want 1, or 2 (ctx2)", c.num_contexts);
+  }
   if (c.pressure > 0 && !pressure_allowed(c.mode)) {
     return fmt::format("press{} needs eager or pipelined calls, not {}", c.pressure,
                        to_string(c.mode));

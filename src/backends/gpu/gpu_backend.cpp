@@ -35,7 +35,9 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 #include "cuda_check.h"
@@ -245,6 +247,8 @@ class GpuBackend final : public RankBackend {
   DeviceBuffer churn_;  // churn cases: reallocated after each capture, holds the canary
   size_t churn_bytes_ = 0;
   std::unique_ptr<SmPressure> pressure_;  // made by the first pressure case
+  // (context, out dtype, LSE dtype, producer) that ran a call before a pressure.
+  std::set<std::tuple<int, int, int, int>> pressure_warmed_;
   void start_pressure(const Case& c, const CallShape& sh, const Batch& batch);
 };
 
@@ -882,16 +886,22 @@ void GpuBackend::start_pressure(const Case& c, const CallShape& sh, const Batch&
   }
   if (pressure_ == nullptr) {
     pressure_ = std::make_unique<SmPressure>(cfg_.device, cfg_.global_rank, cfg_.spin_timeout_s);
-    // One call of the batch's first inputs (output discarded) before the first
-    // pressure: a kernel's first launches in a process may wait for every
-    // running kernel (measured: the built-in's first op under pressure waited
-    // for the pressure's whole bound). Every rank runs the same case, so the
-    // extra call lines up across the group (as eager-before-capture's does).
-    const CallInputs& first = batch.calls.front();
-    CallBuffers& b = batch.mode == ExecMode::kEager ? eager_buffers_ : pipe_buffers_[0];
-    enqueue_call(sh, first, staging_[0], b, stream_for(first.slot), nullptr, nullptr);
   }
-  sync_all();  // the buffers' first fills (and the first call) are done before the SMs are taken
+  // Before the pressure, one call (output discarded) for each kernel context
+  // and variant (dtypes, producer) of the batch that no pressure batch has
+  // seen: a kernel's first launches in a process may wait for every running
+  // kernel (measured: the built-in's first op under pressure waited for the
+  // pressure's whole bound). Every rank runs the same cases, so these extra
+  // calls line up across the group (as eager-before-capture's do).
+  CallBuffers& b = batch.mode == ExecMode::kEager ? eager_buffers_ : pipe_buffers_[0];
+  for (const CallInputs& in : batch.calls) {
+    const auto variant = std::make_tuple(in.context, static_cast<int>(sh.out),
+                                         static_cast<int>(sh.lse), static_cast<int>(sh.producer));
+    if (!pressure_warmed_.insert(variant).second) continue;
+    enqueue_call(sh, in, staging_[0], b, stream_for(in.slot), nullptr, nullptr);
+    sync_all();
+  }
+  sync_all();  // the buffers' first fills are done before the SMs are taken
   spdlog::debug("rank {}: {}", cfg_.global_rank, pressure_->start(c.pressure));
 }
 

@@ -74,10 +74,15 @@ std::string SmPressure::start(int percent) {
   // relaunch with only what became resident, until none is left queued.
   int relaunches = 0;
   while (resident > 0 && resident < blocks && relaunches < 3) {
+    // Bounded: stop() waits until the queued blocks were placed and left; one
+    // that took long (a peer holds the SMs) ends the relaunching.
+    const auto stopping = std::chrono::steady_clock::now();
     stop();
+    const bool slow = std::chrono::steady_clock::now() - stopping > std::chrono::milliseconds(100);
     blocks = resident;
     resident = launch_and_admit(blocks);
     ++relaunches;
+    if (slow) break;
   }
   note_ = fmt::format(
       "pressure {}%: {} of {} blocks of {} threads and {} KiB shared memory resident ({} SMs "

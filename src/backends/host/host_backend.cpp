@@ -198,8 +198,9 @@ class HostBackend final : public RankBackend {
   // kernel's call() leaves behind: the T each slot's last call (eager,
   // pipelined, or a capture, never a replay) was given. Only the
   // host-mapped-params mutant reads it (see note_call).
-  std::array<std::vector<int>, kMaxSlots> captured_;
-  std::array<int, kMaxSlots> call_tokens_{};
+  // By context and slot, as the GPU keeps graphs and the mutant its host word.
+  std::array<std::array<std::vector<int>, kMaxSlots>, kMaxContexts> captured_;
+  std::array<std::array<int, kMaxSlots>, kMaxContexts> call_tokens_{};
   int call_rows_ = 0;  // receive rows per source of the call in progress
   bool in_graph_ = false;  // the call in progress is part of a graph batch
   int me_ = 0;  // group rank
@@ -264,7 +265,9 @@ void HostBackend::validate(const Case& c) const {
 
 void HostBackend::begin_case(const Case& c) {
   validate(c);
-  for (auto& captured : captured_) captured.clear();  // a case captures its own graphs
+  for (auto& per_ctx : captured_) {
+    for (auto& captured : per_ctx) captured.clear();  // a case captures its own graphs
+  }
   // Between the group's barriers, on every rank alike: the collective mapping.
   for (int k = 1; k < c.num_contexts; ++k) {
     if (segments_[static_cast<size_t>(k)].empty()) map_context(k, *rendezvous_);
@@ -326,15 +329,16 @@ std::vector<std::vector<uint8_t>> HostBackend::run_batch(const Case& c, const Ba
 // captured a graph of fewer tokens.
 int HostBackend::note_call(ExecMode mode, int num_tokens, int slot) {
   DCP_CHECK(slot >= 0 && slot < kMaxSlots, HarnessError, "call on slot {}", slot);
-  std::vector<int>& captured = captured_[static_cast<size_t>(slot)];
+  std::vector<int>& captured = captured_[static_cast<size_t>(ctx_)][static_cast<size_t>(slot)];
+  int& tokens = call_tokens_[static_cast<size_t>(ctx_)][static_cast<size_t>(slot)];
   const bool replay = mode == ExecMode::kGraph &&
                       std::find(captured.begin(), captured.end(), num_tokens) != captured.end();
   if (!replay) {
     if (mode == ExecMode::kGraph) captured.push_back(num_tokens);
-    call_tokens_[static_cast<size_t>(slot)] = num_tokens;
+    tokens = num_tokens;
   }
   if (config_.mutant != kHostMutantHostMappedParams) return layout_.max_tokens;
-  return std::clamp(call_tokens_[static_cast<size_t>(slot)], 1, layout_.max_tokens);
+  return std::clamp(tokens, 1, layout_.max_tokens);
 }
 
 // The correct model: dispatch (payload, then flag, to every rank), wait for
