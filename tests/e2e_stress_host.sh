@@ -27,6 +27,20 @@ grep -q 'calls/s' "$WORK/pass.out" || fail "no calls/s in the output"
 grep -q '^PASS: 30 scenarios' "$WORK/pass.out" || fail "no 'PASS: 30 scenarios' summary"
 grep -q '^seed 0x0000000000000001' "$WORK/pass.out" || fail "the seed is not printed"
 
+# A drawn scenario the host cannot run (seed 5 draws one with SM pressure) is
+# skipped and said so, never counted as a pass.
+timeout 120 "$BIN" stress "${COMMON[@]}" --iterations 30 --seed 5 --json "$WORK/skip.json" \
+  >"$WORK/skip.out" 2>&1
+rc=$?
+if [[ $rc -eq 0 ]] && grep -q '^1 scenario skipped, the first: not run: SM pressure' "$WORK/skip.out" &&
+  python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["stress"]["num_skipped"] == 1' \
+    "$WORK/skip.json"; then
+  ok "a scenario the host cannot run is reported skipped"
+else
+  cat "$WORK/skip.out"
+  fail "the skipped scenario is not reported (exit $rc)"
+fi
+
 # Without --seed a random seed is chosen and printed so the run can be redone.
 timeout 60 "$BIN" stress "${COMMON[@]}" --iterations 2 >"$WORK/rand.out" 2>&1 ||
   fail "stress without --seed exited $?"

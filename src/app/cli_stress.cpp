@@ -155,6 +155,9 @@ class StressCommand : public RunReportCommand {
       // errored while we were being interrupted did not fail.
       if (life.interrupted() != 0 && r.status == CaseStatus::kError) break;
       ++num_scenarios_;
+      if (r.status == CaseStatus::kSkipped) {
+        if (num_skipped_++ == 0) first_skip_ = r.message;
+      }
       if (r.status == CaseStatus::kPass || r.status == CaseStatus::kFail) {
         num_calls_ += static_cast<int64_t>(num_ops(c)) * (v_.config.check_determinism ? 2 : 1);
       }
@@ -187,6 +190,11 @@ class StressCommand : public RunReportCommand {
         teardown_.workers_killed > 0 ? fmt::format(", {} killed", teardown_.workers_killed) : "",
         teardown_.mps_s, teardown_.rest_s));
     term.detail(report_.phases.line());
+    if (num_skipped_ > 0) {
+      // Drawn but not runnable here (e.g. SM pressure on the host): never a pass.
+      term.note(fmt::format("{} scenario{} skipped, the first: {}", num_skipped_,
+                            num_skipped_ == 1 ? "" : "s", first_skip_));
+    }
     if (!failures_.empty()) term.note("replay:");
     for (const StressFailure& f : failures_) {
       const bool small = f.shrunk && f.shrunk->num_steps > 0;
@@ -307,6 +315,7 @@ class StressCommand : public RunReportCommand {
                    {"iterations", v_.iterations},
                    {"num_scenarios", num_scenarios_},
                    {"num_calls", num_calls_},
+                   {"num_skipped", num_skipped_},
                    {"calls_per_s", calls_per_s()},
                    {"run_s", run_s_},
                    {"startup_s", session_.startup_s()},
@@ -322,6 +331,8 @@ class StressCommand : public RunReportCommand {
   RestartingSession session_;
   std::vector<StressFailure> failures_;
   int64_t num_scenarios_ = 0;
+  int64_t num_skipped_ = 0;  // of num_scenarios_: drawn, not runnable here (no calls counted)
+  std::string first_skip_;
   int64_t num_calls_ = 0;
   double run_s_ = 0;  // time running scenarios: calls/s excludes session start-up and shrinking
 };
