@@ -123,7 +123,7 @@ step_families() {
       --mutants global-recv-buffers --filter '^((?!ctx2).)*$'
   done
   # Forward progress needs ranks that run at once: MPS on a shared GPU, where
-  # pressure cases run with at most 2 ranks per GPU (src/common/pressure_rule.h).
+  # pressure cases run with at most 2 ranks per GPU (src/wire/pressure_rule.h).
   run_expect "w2 mps spinning-combine-blocks by press" 0 selftest --world 2 --mps on \
     --fast --no-upstream --mutants spinning-combine-blocks --filter press
   run_expect "w2 mps spinning-combine-blocks without" 1 selftest --world 2 --mps on \
@@ -145,7 +145,7 @@ step_pressure() {
   grep -E '^trace' "$OUT/pressure_w2_traced.log" | head -n 8
   run_expect "pressure w2 mps" 0 --world 2 --mps on --suite pressure --timeout 3 -v
   run_expect "pressure w4 kimi" 0 --world 4 --geometry kimi --suite pressure --timeout 3 -v
-  # Four ranks on one GPU under MPS: skipped by name (src/common/pressure_rule.h);
+  # Four ranks on one GPU under MPS: skipped by name (src/wire/pressure_rule.h);
   # with two GPUs or more they run.
   local gpus want=0
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')

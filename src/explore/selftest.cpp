@@ -241,15 +241,12 @@ std::vector<MutantInfo> mutants_for(const SessionConfig& config) {
 
 std::string why_not_catchable_here(const MutantInfo& m, const EnvironmentInfo& env) {
   if (!m.catchable_on_shared_gpu && env.ranks_share_gpu) return m.uncatchable_reason;
-  const bool mps = env.mps_mode.starts_with("on: private") ||
-                   env.mps_mode.starts_with("auto: user daemon");
-  if (m.needs_concurrent_ranks && env.ranks_share_gpu && !mps) {
+  if (m.needs_concurrent_ranks && env.ranks_share_gpu && !mps_active(env)) {
     return "ranks time-slice one GPU, so a peer sees the early signal only if a slice ends "
            "mid-call; it needs ranks that run at once (--mps on, or one GPU per rank)";
   }
   if (m.family == "sm-pressure") {
-    if (std::string why = pressure_unrunnable_reason(most_ranks_per_gpu(env.rank_gpu), mps);
-        !why.empty()) {
+    if (std::string why = pressure_unrunnable_reason(env); !why.empty()) {
       return "its cases are skipped: " + why;
     }
   }

@@ -394,16 +394,19 @@ TEST_CASE("SM pressure: skipped, and its mutant not catchable, with > 2 ranks pe
   CHECK(most_ranks_per_gpu({0, 0, 0, 0}) == 4);
   CHECK(most_ranks_per_gpu({0, 1, 0, 1}) == 2);
   CHECK(most_ranks_per_gpu({0, 1, 2, 3}) == 1);
-  CHECK(pressure_unrunnable_reason(4, /*mps=*/false).empty());  // time-sliced ranks run it
-  CHECK(pressure_unrunnable_reason(2, /*mps=*/true).empty());
-  CHECK(pressure_unrunnable_reason(4, /*mps=*/true).starts_with("SM pressure with 4 ranks"));
+  EnvironmentInfo env;
+  env.ranks_share_gpu = true;
+  env.rank_gpu = {0, 0, 0, 0};
+  env.mps_mode = "off";
+  CHECK(pressure_unrunnable_reason(env).empty());  // time-sliced ranks run it
+  env.mps_mode = "on: private daemon (25% of SMs per rank)";
+  CHECK(pressure_unrunnable_reason(env).starts_with("SM pressure with 4 ranks"));
+  env.rank_gpu = {0, 0};
+  CHECK(pressure_unrunnable_reason(env).empty());
+  env.rank_gpu = {0, 0, 0, 0};
   MutantInfo m = mutant(1, "spinning");
   m.family = "sm-pressure";
   m.needs_concurrent_ranks = true;
-  EnvironmentInfo env;
-  env.ranks_share_gpu = true;
-  env.mps_mode = "on: private daemon (25% of SMs per rank)";
-  env.rank_gpu = {0, 0, 0, 0};
   CHECK(why_not_catchable_here(m, env).starts_with("its cases are skipped: SM pressure with 4"));
   env.rank_gpu = {0, 0};
   CHECK(why_not_catchable_here(m, env).empty());

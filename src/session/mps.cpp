@@ -101,7 +101,6 @@ MpsController::MpsController(MpsMode mode, bool gpu_backend, int world, int num_
         description_ = fmt::format("auto: user daemon at {} ({}% of SMs per rank)", user_pipe_dir(),
                                    percentage);
         set_ = {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", pct}};
-        active_ = true;
       } else {
         description_ = "auto: off (no MPS daemon reachable; ranks sharing a GPU time-slice)";
       }
@@ -113,7 +112,6 @@ MpsController::MpsController(MpsMode mode, bool gpu_backend, int world, int num_
       }
       start_private_daemon(run_dir, percentage);
       description_ = fmt::format("on: private daemon ({}% of SMs per rank)", percentage);
-      active_ = true;
       return;
   }
 }

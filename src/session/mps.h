@@ -41,7 +41,6 @@ class MpsController {
   void stop();
 
   const std::string& description() const { return description_; }  // for EnvironmentInfo
-  bool active() const { return active_; }  // the workers run as clients of an MPS daemon
   const std::vector<std::pair<std::string, std::string>>& worker_env() const { return set_; }
   const std::vector<std::string>& worker_unset() const { return unset_; }
 
@@ -49,7 +48,6 @@ class MpsController {
   void start_private_daemon(const std::string& run_dir, int percentage);
 
   std::string description_;
-  bool active_ = false;
   std::vector<std::pair<std::string, std::string>> set_;
   std::vector<std::string> unset_;
   std::string control_binary_;

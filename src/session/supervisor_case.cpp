@@ -235,9 +235,7 @@ std::string Session::Impl::skip_reason(const Case& c) const {
     return "not run: SM pressure needs the GPU backend (the host model has no SMs)";
   }
   if (c.pressure > 0) {
-    const std::string why =
-        pressure_unrunnable_reason(most_ranks_per_gpu(env.rank_gpu), mps != nullptr && mps->active());
-    if (!why.empty()) return "not run: " + why;
+    if (std::string why = pressure_unrunnable_reason(env); !why.empty()) return "not run: " + why;
   }
   // Decided from the kernels' declarations before any rank enters the exchange.
   for (const KernelInfo* k : config.kernels()) {

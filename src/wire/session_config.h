@@ -93,4 +93,10 @@ struct EnvironmentInfo {
   double startup_s = 0;         // session start: GPUs, MPS, workers, workspaces, kernel init
 };
 
+// The workers ran as clients of an MPS daemon (a private one, or the user's
+// joined by --mps auto), read from what MpsController described.
+inline bool mps_active(const EnvironmentInfo& env) {
+  return env.mps_mode.starts_with("on: private") || env.mps_mode.starts_with("auto: user daemon");
+}
+
 }  // namespace dcp

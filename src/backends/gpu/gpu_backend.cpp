@@ -82,7 +82,7 @@ struct CallShape {
 // rank. It answers "what held the op up" (docs/DESIGN.md, "SM pressure").
 class StepTrace {
  public:
-  StepTrace(int rank, cudaStream_t s) : rank_(rank), s_(s), threshold_ms_(threshold()) {}
+  StepTrace(int rank, cudaStream_t s) : rank_(rank), s_(s) {}
   void mark(const char* step) {
     if (threshold_ms_ < 0) return;
     const double host_ms = lap();
@@ -96,9 +96,12 @@ class StepTrace {
   }
 
  private:
-  static double threshold() {
-    const char* v = std::getenv("DCP_TRACE_STEPS");
-    return v == nullptr || *v == '\0' ? -1.0 : std::atof(v);
+  static double threshold() {  // read once per process: enqueue_call is a hot path
+    static const double ms = [] {
+      const char* v = std::getenv("DCP_TRACE_STEPS");
+      return v == nullptr || *v == '\0' ? -1.0 : std::atof(v);
+    }();
+    return ms;
   }
   double lap() {
     const auto now = std::chrono::steady_clock::now();
@@ -108,7 +111,7 @@ class StepTrace {
   }
   int rank_;
   cudaStream_t s_;
-  double threshold_ms_;
+  double threshold_ms_ = threshold();
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
@@ -459,10 +462,12 @@ void GpuBackend::begin_case(const Case& c) {
       if (k.instance == nullptr) continue;
       for (int slot = 0; slot < k.instance->config().num_slots; ++slot) {
         k.instance->set_epoch(slot, uint64_t{*c.epoch_start}, streams_[0].get());
-        if (status_host_ != nullptr && slot < kMaxSlots) {
-          restart_slot_record(*status_host_, slot, *c.epoch_start);
-        }
       }
+    }
+    // One wait-status record per rank, whichever contexts it has.
+    const int slots = contexts_[0].instance->config().num_slots;
+    for (int slot = 0; status_host_ != nullptr && slot < std::min(slots, kMaxSlots); ++slot) {
+      restart_slot_record(*status_host_, slot, *c.epoch_start);
     }
   }
   sync_all();

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "session_config.h"
+
 namespace dcp {
 
 inline int most_ranks_per_gpu(const std::vector<int>& rank_gpu) {
@@ -22,9 +24,10 @@ inline int most_ranks_per_gpu(const std::vector<int>& rank_gpu) {
   return most;
 }
 
-// "" when pressure cases can run.
-inline std::string pressure_unrunnable_reason(int ranks_per_gpu, bool mps) {
-  if (!mps || ranks_per_gpu <= 2) return "";
+// "" when pressure cases can run in `env`.
+inline std::string pressure_unrunnable_reason(const EnvironmentInfo& env) {
+  const int ranks_per_gpu = most_ranks_per_gpu(env.rank_gpu);
+  if (!mps_active(env) || ranks_per_gpu <= 2) return "";
   return fmt::format(
       "SM pressure with {} ranks sharing one GPU under MPS (their pressure kernels starve each "
       "other's ops; run it with --mps off, at most 2 ranks per GPU, or one GPU per rank)",
