@@ -730,6 +730,67 @@ std::vector<AxisDesc> make_table() {
        },
        .from_json = [](const json& j, Case& c) { c.num_contexts = j.value("num_contexts", 1); },
        .label = [](const Case& c) { return fmt::format("{}", c.num_contexts); }},
+      // An init fault (Case::init_fault): optional token "initfail" or
+      // "initlate<ms>". Not a suite axis (suites.cpp adds the init-faults
+      // family); drawn after every other axis at 1%, so other random cases
+      // keep their values. JSON only when set.
+      {.name = "init",
+       .token = [](const Case& c) {
+         switch (c.init_fault) {
+           case InitFault::kFail:
+             return std::string("initfail");
+           case InitFault::kLate:
+             return fmt::format("initlate{}", c.init_late_ms);
+           case InitFault::kNone:
+             break;
+         }
+         return std::string();
+       },
+       .read = [](IdTokens& t, Case& c) {
+         if (!t.peek().starts_with("init")) return std::string();
+         if (t.peek() == "initfail") {
+           c.init_fault = InitFault::kFail;
+         } else if (auto ms = prefixed_uint(t.peek(), "initlate");
+                    ms && *ms >= 1 && *ms <= kMaxInitLateMs) {
+           c.init_fault = InitFault::kLate;
+           c.init_late_ms = *ms;
+         } else {
+           return bad(t.peek(), fmt::format("initfail or initlate<1..{} ms>", kMaxInitLateMs));
+         }
+         t.next();
+         return std::string();
+       },
+       .draw = [](Rng& r, Case& c, const RandomContext&) {
+         if (!r.chance(0.01)) return;
+         c.init_fault = r.chance(0.5) ? InitFault::kFail : InitFault::kLate;
+         if (c.init_fault == InitFault::kLate) c.init_late_ms = r.chance(0.5) ? 20 : 300;
+       },
+       .shrink = [](const Case& c, std::vector<Case>& out) {
+         if (c.init_fault == InitFault::kNone) return;
+         out.push_back(c);
+         out.back().init_fault = InitFault::kNone;
+         out.back().init_late_ms = 0;
+       },
+       .measure = [](const Case& c) { return int64_t{c.init_fault != InitFault::kNone}; },
+       .to_json = [](const Case& c, json& j) {
+         if (c.init_fault == InitFault::kNone) return;
+         j["init_fault"] = std::string(to_string(c.init_fault));
+         if (c.init_fault == InitFault::kLate) j["init_late_ms"] = c.init_late_ms;
+       },
+       .from_json = [](const json& j, Case& c) {
+         const std::string f = j.value("init_fault", std::string("none"));
+         if (f != "none" && f != "fail" && f != "late") {
+           throw std::invalid_argument(fmt::format("bad init_fault '{}'", f));
+         }
+         c.init_fault = f == "fail" ? InitFault::kFail
+                        : f == "late" ? InitFault::kLate
+                                      : InitFault::kNone;
+         c.init_late_ms = j.value("init_late_ms", 0);
+       },
+       .label = [](const Case& c) {
+         return c.init_fault == InitFault::kLate ? fmt::format("late {} ms", c.init_late_ms)
+                                                 : std::string(to_string(c.init_fault));
+       }},
       // Drawn by suites and random_case from their own seeds, never shrunk.
       {.name = "seed",
        .token = [](const Case& c) { return fmt::format("s{:06x}", c.seed); },
@@ -738,7 +799,7 @@ std::vector<AxisDesc> make_table() {
          const auto seed = tok.starts_with("s") ? parse_hex(tok.substr(1)) : std::nullopt;
          if (!seed) {
            return bad(tok, "[-l<layers>][-skew][-ep<hex>][-prod<slow|pdl>][-press<pct>][-reuse]"
-                           "[-ctx2]-s<hex seed>");
+                           "[-ctx2][-initfail|-initlate<ms>]-s<hex seed>");
          }
          c.seed = *seed;
          t.next();

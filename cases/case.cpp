@@ -41,6 +41,10 @@ std::string validate(const Case& c) {
   if (c.num_contexts < 1 || c.num_contexts > 2) {
     return fmt::format("{} kernel contexts: want 1, or 2 (ctx2)", c.num_contexts);
   }
+  if ((c.init_fault == InitFault::kLate) != (c.init_late_ms > 0) || c.init_late_ms < 0 ||
+      c.init_late_ms > kMaxInitLateMs) {
+    return fmt::format("initlate{} must be in [1, {}] ms", c.init_late_ms, kMaxInitLateMs);
+  }
   if (c.pressure > 0 && !pressure_allowed(c.mode)) {
     return fmt::format("press{} needs eager or pipelined calls, not {}", c.pressure,
                        to_string(c.mode));
@@ -153,6 +157,18 @@ std::string_view to_string(ExecMode m) {
       return "mix";
     case ExecMode::kGraphSet:
       return "graphs";
+  }
+  return "?";
+}
+
+std::string_view to_string(InitFault f) {
+  switch (f) {
+    case InitFault::kNone:
+      return "none";
+    case InitFault::kFail:
+      return "fail";
+    case InitFault::kLate:
+      return "late";
   }
   return "?";
 }

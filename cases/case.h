@@ -52,6 +52,16 @@ enum class Producer : uint8_t {
   kSlowPdl,  // the same, triggering programmatic completion at its start; the op is asked to
              // launch with PDL (DCP_CALL_PDL; needs capability pdl)
 };
+// A fault injected into the kernel's init for the case (the init-faults
+// family): every rank finalizes its context and inits a fresh one, and on one
+// rank (init_fault_rank, from the seed) dcp-check either reports the init as
+// failed without calling the kernel's init (kFail: every rank must stop with
+// that message, none may hang; then every rank inits again, normally), or
+// calls it init_late_ms late (kLate: the others must wait for it). The case's
+// calls then run on the fresh context.
+enum class InitFault : uint8_t { kNone, kFail, kLate };
+inline constexpr int kMaxInitLateMs = 5000;
+
 // Whether the case captures and replays CUDA graphs (skipped for a kernel
 // that is not graph-safe).
 inline bool uses_graphs(ExecMode m) {
@@ -106,6 +116,8 @@ struct Case {
   // alternate between them in a seeded order (plan.h, contexts_of_ops): what
   // global state shared between contexts gets wrong.
   int num_contexts = 1;
+  InitFault init_fault = InitFault::kNone;
+  int init_late_ms = 0;  // kLate only: > 0
   uint64_t seed = 0;          // mixed into every generated value (printed as hex)
 
   bool operator==(const Case&) const = default;
@@ -136,7 +148,8 @@ inline bool epoch_starts_below(const Case& c, uint64_t edge) {
 }
 
 // Format: dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone[-special<v>]-ub2-graph4
-//         [-l<L>][-skew][-churn][-ep<hex>][-prodslow|-prodpdl][-press<pct>][-reuse][-ctx2]-s<hex>
+//         [-l<L>][-skew][-churn][-ep<hex>][-prodslow|-prodpdl][-press<pct>][-reuse][-ctx2]
+//         [-initfail|-initlate<ms>]-s<hex>
 // (each axis's tokens, in the order of the axis table, cases/axes.h).
 // "contig" replaces "pad0x0". A custom geometry is written h<H>d<D>m<maxT>[p<storage>].
 std::string format_case_id(const Case& c);
@@ -151,5 +164,6 @@ std::string_view to_string(EmptyPattern e);
 std::string_view to_string(SpecialLse s);
 std::string_view to_string(ExecMode m);
 std::string_view to_string(Producer p);  // "default", "slow", "pdl"
+std::string_view to_string(InitFault f);  // "none", "fail", "late"
 
 }  // namespace dcp

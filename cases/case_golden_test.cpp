@@ -106,12 +106,12 @@ const std::vector<Golden> kSuiteGolden = {
     {"smoke/w2", "48 2a9b69a9428148cd 62bb217a4cdbec95"},
     {"smoke/w4", "60 a9493bf3095d20c6 dd1ea2d32846a97c"},
     {"smoke/w8", "72 547c035542b11f56 228e5f4479f8ead8"},
-    {"default/w2", "960 9c471e1ffc778f73 13159cda5c61275c"},
-    {"default/w4", "1936 771fafe523fe1019 f7eb9e2d7405acf4"},
-    {"default/w8", "2896 20d181b5fd8f3ddb 641bf46e0846b36e"},
-    {"full/w2", "84624 eceb22e76c20a618 f1eded03f3b31e05"},
-    {"full/w4", "169248 f43ec0eacdbfd167 9c3f464a5090e989"},
-    {"full/w8", "253872 d030c24873f0aa16 8d5bf67d0d1ccfa0"},
+    {"default/w2", "1008 eda9e8e8e5912cc3 7d0f6b75525e13a3"},
+    {"default/w4", "2032 e4330b53ce1f7f53 dab7918a202a1736"},
+    {"default/w8", "3040 5dccc136291eedb8 96a7f120a7a375c4"},
+    {"full/w2", "84648 95ee544a7bdb40ea eb8a9c33c433a722"},
+    {"full/w4", "169296 e8bf68e85bb45177 8b96ac4e1d27321e"},
+    {"full/w8", "253944 d0b0c2751a3c8748 2d25c2d9d12883b1"},
     {"upstream/w2", "96 b35b360fd5ce87a1 95ba1871c9420829"},
     {"upstream/w4", "192 970a36cb456b5735 f380d0003f3b4159"},
     {"upstream/w8", "288 dfefd91adc967c7d e847e7da96bebd41"},
@@ -121,17 +121,17 @@ const std::vector<Golden> kSuiteGolden = {
 };
 
 const std::vector<Golden> kRandomGolden = {
-    {"random/w2", "9600 4d4fd1a358c0d627 6c4a34ecc327f58d"},
-    {"random/w3", "9600 d0c97a2d03f9fbe3 b56ab22b75f874e1"},
-    {"random/w4", "9600 1dd5ef19c716cf4d ddfc9aa5dc2626a9"},
-    {"random/w6", "9600 72dc2af16453cbb9 67b4cfffe5eb4352"},
-    {"random/w8", "9600 1ce2190bd43bd7ea dcadcd4fde50932b"},
+    {"random/w2", "9600 6b44c01b1271b3c3 6c4a34ecc327f58d"},
+    {"random/w3", "9600 64ad28c9f93f390f b56ab22b75f874e1"},
+    {"random/w4", "9600 e1ff7b4fabd41e39 ddfc9aa5dc2626a9"},
+    {"random/w6", "9600 57fea5acd48a6aca 67b4cfffe5eb4352"},
+    {"random/w8", "9600 2394cdc825f9d0a1 dcadcd4fde50932b"},
 };
 
 const std::vector<Golden> kShrinkGolden = {
-    {"shrink/random", "16296 5d386fe9f2a6f775 5d20393e77b7f146"},
-    {"shrink/suites", "2584 a6a662d0087f653b e3d4fddc61d230e6"},
-    {"shrink/chains", "7717 95a48d1d2eac8048 a104342f29dfc8a2"},
+    {"shrink/random", "16310 ba85da22dd903414 3e13dbcd8954fe4e"},
+    {"shrink/suites", "2664 fb8c2ec7246c11d7 f9a1786e6aaf4c79"},
+    {"shrink/chains", "7721 316da4968c7e8a07 82a935383a4a7cd0"},
 };
 
 TEST_CASE("golden: every case of every suite keeps its id and fields") {

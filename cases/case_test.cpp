@@ -314,5 +314,25 @@ TEST_CASE("the contexts token: optional ctx2, last before the seed, round trips"
                   .has_value());
 }
 
+TEST_CASE("the init token: initfail or initlate<ms>, after ctx2, before the seed, round trips") {
+  Case c = example();
+  c.init_fault = InitFault::kFail;
+  CHECK(format_case_id(c) ==
+        "dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone-ub2-graph4-initfail-s1a2b3c");
+  check_round_trip(c);
+  c.num_contexts = 2;
+  c.init_fault = InitFault::kLate;
+  c.init_late_ms = 300;
+  CHECK(format_case_id(c) ==
+        "dcp4-kimi-bf16-lsefp32-base2-t17-pad64x0-emptyone-ub2-graph4-ctx2-initlate300-s1a2b3c");
+  check_round_trip(c);
+  for (const char* bad : {"initlate0", "initlate5001", "initlate", "initfails", "init"}) {
+    rejected_token(bad);
+  }
+  c.init_late_ms = 0;  // late needs a delay, and only late has one
+  std::string err;
+  CHECK_FALSE(parse_case_id(format_case_id(c), &err).has_value());
+}
+
 }  // namespace
 }  // namespace dcp

@@ -14,7 +14,8 @@ enum Tag : uint64_t {
   kTagSkewRanks,
   kTagSkewDelay,
   kTagGraphSet,
-  kTagContexts
+  kTagContexts,
+  kTagInitFault
 };
 
 constexpr uint32_t kMaxSkewNs = 200'000;
@@ -118,6 +119,10 @@ std::vector<int> contexts_of_ops(const Case& c) {
   const int repeat = n >= 3 ? rng.between(2, n - 1) : -1;  // never op 1: both contexts appear
   for (int i = 1; i < n; ++i) ctx[i] = i == repeat ? ctx[i - 1] : ctx[i - 1] ^ 1;
   return ctx;
+}
+
+int init_fault_rank(const Case& c) {
+  return Rng(hash_all(c.seed, kTagInitFault)).below(std::max(1, c.dcp_size));
 }
 
 std::vector<int> graph_set_tokens(const Case& c) {

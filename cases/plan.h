@@ -47,4 +47,8 @@ int num_ops(const Case& c);  // c.num_calls * c.num_layers
 // context 1, so every two-context case calls the second context.
 std::vector<int> contexts_of_ops(const Case& c);
 
+// The group rank whose init an init-fault case (Case::init_fault) fails or
+// delays: drawn from the seed, the same on every rank.
+int init_fault_rank(const Case& c);
+
 }  // namespace dcp

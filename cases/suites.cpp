@@ -289,6 +289,27 @@ std::vector<Case> two_context_cases(const SuiteOptions& opts, const Geometry& g)
   return cases;
 }
 
+// The init-faults family (issue 15 item 4): per group size, a failed init
+// (eager, then two slots pipelined on the fresh context) and an init 300 ms
+// late (pipelined on two slots, and graph replays).
+std::vector<Case> init_fault_cases(const SuiteOptions& opts, const Geometry& g) {
+  std::vector<Case> cases;
+  auto add = [&](int w, InitFault f, int tokens, ExecMode mode, int calls, int slots) {
+    Case c = family_case(g, w, tokens, mode, calls, slots, EmptyPattern::kNone);
+    c.init_fault = f;
+    c.init_late_ms = f == InitFault::kLate ? 300 : 0;
+    cases.push_back(c);
+  };
+  for (int w : dcp_sizes_for_world(opts.world)) {
+    add(w, InitFault::kFail, 5, ExecMode::kEager, 2, 1);
+    add(w, InitFault::kFail, 17, ExecMode::kPipelined, 4, 2);
+    add(w, InitFault::kLate, 17, ExecMode::kPipelined, 4, 2);
+    add(w, InitFault::kLate, 8, ExecMode::kGraph, 3, 1);
+  }
+  finish(cases, opts.base_seed);
+  return cases;
+}
+
 // Every field-failure family's cases (cases/families.h), appended to a suite.
 void add_family_cases(std::vector<Case>& cases, const SuiteOptions& opts, const Geometry& g) {
   for (const Case& k : capacity_cases(opts, g)) cases.push_back(k);
@@ -297,6 +318,7 @@ void add_family_cases(std::vector<Case>& cases, const SuiteOptions& opts, const 
   for (const Case& k : pressure_cases(opts, g)) cases.push_back(k);
   for (const Case& k : reuse_cases(opts, g)) cases.push_back(k);
   for (const Case& k : two_context_cases(opts, g)) cases.push_back(k);
+  for (const Case& k : init_fault_cases(opts, g)) cases.push_back(k);
 }
 
 std::vector<Case> upstream_suite(const SuiteOptions& opts) {

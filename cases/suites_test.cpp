@@ -364,9 +364,31 @@ TEST_CASE("smoke, full and dcp sizes") {
   // tiny: 6 token counts; plus the capacity family (2 cases per group size),
   // the producer cases (5 per group size), the graph-set family (T 32 and
   // 17, one and two slots), the input-reuse family (6 per group size) and the
-  // two-contexts family (4 per group size) and the sm-pressure family (3).
-  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2 + 2 + 5 + 4 + 3 + 6 + 4);
+  // two-contexts family (4 per group size), the sm-pressure family (3) and
+  // the init-faults family (4).
+  CHECK(full.size() == 1u * 2 * 3 * 2 * 6 * 4 * 5 * 4 * 2 + 2 + 5 + 4 + 3 + 6 + 4 + 4);
   CHECK_THROWS_AS(build_suite("nope", {2, *find_geometry("tiny"), 0}), std::invalid_argument);
+}
+
+TEST_CASE("default and full hold the init-faults cases: fail and late, eager, pipelined, graph") {
+  for (const std::string suite : {"default", "full"}) {
+    const auto cases = build_suite(suite, {4, *find_geometry("kimi"), 0});
+    for (int w : {2, 4}) {
+      std::set<std::tuple<InitFault, ExecMode, int>> seen;
+      for (const Case& c : cases) {
+        if (c.dcp_size != w || c.init_fault == InitFault::kNone) continue;
+        CHECK(c.init_late_ms == (c.init_fault == InitFault::kLate ? 300 : 0));
+        CHECK(init_fault_rank(c) >= 0);
+        CHECK(init_fault_rank(c) < w);
+        seen.insert({c.init_fault, c.mode, c.num_slots});
+      }
+      CHECK(seen.size() == 4);
+      CHECK(seen.count({InitFault::kFail, ExecMode::kEager, 1}) == 1);
+      CHECK(seen.count({InitFault::kFail, ExecMode::kPipelined, 2}) == 1);
+      CHECK(seen.count({InitFault::kLate, ExecMode::kPipelined, 2}) == 1);
+      CHECK(seen.count({InitFault::kLate, ExecMode::kGraph, 1}) == 1);
+    }
+  }
 }
 
 TEST_CASE("default and full hold the two-contexts cases: eager, pipelined, graph, 1 and 2 slots") {

@@ -36,6 +36,8 @@ enum GpuMutantId : int {
   kMutantSpinningCombineBlocks = 22,
   kMutantUnjoinedSideStream = 23,
   kMutantGlobalRecvBuffers = 24,
+  kMutantUnboundedInitHandshake = 25,
+  kMutantRegrownStaging = 26,
 };
 
 struct GpuMutantInfo {
@@ -162,6 +164,19 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "context's. With one context per process it is the correct kernel; a second context's "
      "calls combine the first context's stale payloads (only the two-contexts cases reach it)",
      true, "", false, 2, "two-contexts"},
+    {kMutantUnboundedInitHandshake, "unbounded-init-handshake", "protocol",
+     "init says hello through the workspace (one word per rank in an extra control region, "
+     "written into every peer's copy) and polls its own copy until every peer's hello arrived, "
+     "without a bound and outside the host services: a peer whose init failed leaves the others "
+     "in init forever (only the init-fault cases reach it; a late peer is waited for correctly)",
+     true, "", false, 2, "init-faults"},
+    {kMutantRegrownStaging, "regrown-staging", "sizing",
+     "the combine writes into a per-slot staging buffer, copied to the output at the end of the "
+     "call, which grows on demand from the device's stream-ordered pool (kept cached, as a "
+     "framework allocator keeps its blocks): a larger call frees the old block, which a graph "
+     "captured before still writes. Every output is right; only allocation churn, which hands "
+     "the freed block to someone else, sees it (the graph-set cases with churn)",
+     true, "", false, 2, "allocation-churn"},
 };
 
 inline const GpuMutantInfo* find_gpu_mutant(int id) {

@@ -34,4 +34,16 @@ inline void restart_slot_record(WaitStatus& s, int slot, uint32_t epoch) {
   s.last_completed_epoch[slot] = epoch;
 }
 
+// What a rank's in_kernel mark says it is inside.
+enum InKernelMark : uint32_t {
+  kInKernelNone = 0,
+  kInKernelOther = 1,  // call, get_workspace, set_epoch, last_error
+  kInKernelInit = 2,
+  kInKernelFinalize = 3,
+};
+// "init", "finalize", or "" for any other function (or none).
+inline const char* in_kernel_function(uint32_t mark) {
+  return mark == kInKernelInit ? "init" : mark == kInKernelFinalize ? "finalize" : "";
+}
+
 }  // namespace dcp

@@ -17,7 +17,7 @@ fail() {
 selftest() {  # selftest TAG
   local start=$SECONDS
   timeout 240 "$bin" selftest --backend host --world 2 --geometry tiny --suite default \
-    --json "$work/$1.json" >"$work/$1.txt" 2>&1
+    --timeout 2 --json "$work/$1.json" >"$work/$1.txt" 2>&1
   rc=$?
   cat "$work/$1.txt"
   echo "(selftest took $((SECONDS - start)) s)"
@@ -29,7 +29,8 @@ selftest() {  # selftest TAG
 # The report, parsed: the correct model passed, every host mutant was detected
 # by the kind it exists for (a mismatch: the host model forces each protocol
 # mutant's interleaving, so never by a hang or by luck; no-capacity-check by
-# over-capacity), and the two protocol mutants the issue names ran.
+# over-capacity, unbounded-init-handshake by the hang it is), and the two
+# protocol mutants the issue names ran.
 check_report() {  # check_report JSON
   python3 - "$1" <<'PY' || fail "selftest report: see the assertion above"
 import json, sys
@@ -39,7 +40,7 @@ mutants = {m["name"]: m for m in r["mutants"]}
 assert len(mutants) >= 2, f"only {len(mutants)} host mutants ran"
 for name in ("single-parity", "early-signal"):
     assert name in mutants, f"mutant {name} missing from the report"
-expected_how = {"no-capacity-check": "over-capacity"}
+expected_how = {"no-capacity-check": "over-capacity", "unbounded-init-handshake": "hang"}
 for name, m in mutants.items():
     assert m["verdict"] == "detected", f"{name}: verdict {m['verdict']}"
     want = expected_how.get(name, "mismatch")
@@ -116,6 +117,21 @@ grep -q "global-recv-buffers (protocol): detected" "$work/ctx2.txt" ||
 host_selftest noctx2 1 '^((?!ctx2).)*$' global-recv-buffers
 survives noctx2 global-recv-buffers protocol
 echo "ok   global-recv-buffers caught by the ctx2 cases only"
+
+# unbounded-init-handshake (init waits for its peers without a bound) is
+# reached only by a failed peer init: the initfail cases catch it (a hang in
+# init, named as such), the initlate ones and every other survive it.
+host_selftest initfail 0 initfail unbounded-init-handshake --timeout 2 --json "$work/initfail.json"
+python3 - "$work/initfail.json" <<'PY' || fail "the init hang is not diagnosed as such"
+import json, sys
+m = json.load(open(sys.argv[1]))["mutants"][0]
+msg = m["strict"]["first_message"]
+assert m["strict"]["how"] == "hang", m["strict"]["how"]
+assert "(init)" in msg and "initfail" in msg, msg
+PY
+host_selftest noinitfail 1 '^((?!initfail).)*$' unbounded-init-handshake --timeout 2
+survives noinitfail unbounded-init-handshake protocol
+echo "ok   unbounded-init-handshake caught by the initfail cases only, as a hang in init"
 
 # An unknown mutant name is bad usage: exit 2 with a message naming it.
 "$bin" selftest --backend host --world 2 --geometry tiny --suite smoke --mutants no-such \

@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "direct_a2a.h"
@@ -67,6 +70,10 @@ struct DirectContext {
   std::string recv_key;
   bool recv_owner = false;
   uint8_t* own_recv = nullptr;
+  // regrown-staging only: each slot's staging block (from the device's pool)
+  // and the internal stream that allocates and frees them.
+  std::array<std::pair<void*, size_t>, kMaxSlots> staging{};
+  cudaStream_t pool_stream = nullptr;
   std::string error;
 
   DirectContext() = default;
@@ -78,6 +85,13 @@ struct DirectContext {
       if (s.join != nullptr) cudaEventDestroy(s.join);
       if (s.fork != nullptr) cudaEventDestroy(s.fork);
       if (s.stream != nullptr) cudaStreamDestroy(s.stream);
+    }
+    for (const auto& [block, bytes] : staging) {
+      if (block != nullptr) cudaFreeAsync(block, pool_stream);
+    }
+    if (pool_stream != nullptr) {
+      cudaStreamSynchronize(pool_stream);
+      cudaStreamDestroy(pool_stream);
     }
     if (recv_owner) {
       const std::lock_guard<std::mutex> lock(g_recv_mutex);
@@ -116,7 +130,41 @@ dcpStatus_t direct_get_workspace(const dcpGroupConfig_v1* c, dcpRegionRequest_v1
   r[1].kind = DCP_REGION_LOCAL;
   r[1].init = DCP_REGION_INIT_ZERO;
   *n = 2;
+  if (c->mutant != nullptr && std::string_view(c->mutant) == "unbounded-init-handshake" &&
+      cap >= 3) {
+    // unbounded-init-handshake only: one hello word per group rank.
+    std::snprintf(r[2].name, sizeof r[2].name, "init-hello");
+    r[2].bytes = sizeof(uint32_t) * kMaxDcpSize;
+    r[2].alignment = 256;
+    r[2].kind = DCP_REGION_CONTROL;
+    r[2].init = DCP_REGION_INIT_ZERO;
+    *n = 3;
+  }
   return DCP_STATUS_OK;
+}
+
+// unbounded-init-handshake: hello into every peer's word for this rank, then
+// poll this rank's words until every peer's hello is there. The mistake: no
+// bound and no host service, so a peer that never inits is waited for forever.
+dcpStatus_t hello_handshake(const dcpRegion_v1& hello, int group_rank, int group_size) {
+  const uint32_t one = 1;
+  for (int i = 0; i < group_size; ++i) {
+    void* word = static_cast<uint32_t*>(hello.peers[i]) + group_rank;
+    if (cudaMemcpy(word, &one, sizeof one, cudaMemcpyDefault) != cudaSuccess) {
+      return fail(&t_last_error, DCP_STATUS_CUDA_ERROR, "direct: cannot say hello");
+    }
+  }
+  std::array<uint32_t, kMaxDcpSize> seen{};
+  while (true) {
+    if (cudaMemcpy(seen.data(), hello.local, sizeof(uint32_t) * group_size, cudaMemcpyDefault) !=
+        cudaSuccess) {
+      return fail(&t_last_error, DCP_STATUS_CUDA_ERROR, "direct: cannot read the hellos");
+    }
+    if (std::all_of(seen.begin(), seen.begin() + group_size, [](uint32_t v) { return v == 1; })) {
+      return DCP_STATUS_OK;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 dcpStatus_t direct_init(const dcpGroupConfig_v1* c, const dcpRegion_v1* regions, int32_t n,
@@ -154,6 +202,27 @@ dcpStatus_t direct_init(const dcpGroupConfig_v1* c, const dcpRegion_v1* regions,
     ctx->recv_owner = inserted;
     ctx->own_recv = it->second;
   }
+  if (ctx->mutant == kMutantUnboundedInitHandshake) {
+    const dcpRegion_v1* hello = find_region(regions, n, "init-hello");
+    if (hello == nullptr) {
+      return fail(&t_last_error, DCP_STATUS_INVALID_ARGUMENT, "direct: region init-hello missing");
+    }
+    if (const dcpStatus_t st = hello_handshake(*hello, c->group_rank, c->group_size);
+        st != DCP_STATUS_OK) {
+      return st;
+    }
+  }
+  if (ctx->mutant == kMutantRegrownStaging) {
+    // Freed blocks stay with the pool (mapped) until someone allocates them.
+    cudaMemPool_t pool = nullptr;
+    uint64_t keep_all = UINT64_MAX;
+    if (cudaDeviceGetDefaultMemPool(&pool, c->device) != cudaSuccess ||
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all) !=
+            cudaSuccess ||
+        cudaStreamCreateWithFlags(&ctx->pool_stream, cudaStreamNonBlocking) != cudaSuccess) {
+      return fail(&t_last_error, DCP_STATUS_CUDA_ERROR, "direct: cannot set up the staging pool");
+    }
+  }
   if (ctx->mutant == kMutantHostMappedParams) {
     void* host = nullptr;
     void* dev = nullptr;
@@ -177,6 +246,41 @@ dcpStatus_t direct_init(const dcpGroupConfig_v1* c, const dcpRegion_v1* regions,
     }
   }
   *out = ctx.release();
+  return DCP_STATUS_OK;
+}
+
+// regrown-staging: the combine writes the slot's staging block, copied to
+// the output after it. The mistake: the block grows on demand, and the old
+// one goes back to the pool while graphs captured with it still write it.
+dcpStatus_t staged_call(DirectContext& ctx, DirectA2AParams& p, void* output,
+                        cudaStream_t stream) {
+  auto& [block, capacity] = ctx.staging[static_cast<size_t>(p.slot)];
+  const size_t bytes = size_t{2} * p.num_tokens * p.heads_per_rank * p.head_dim;
+  if (bytes > capacity) {
+    // On the internal stream, outside any capture of the caller's stream.
+    // The larger block first, then the old one back to the pool.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    void* grown = nullptr;
+    const cudaError_t err = cudaMallocAsync(&grown, bytes, ctx.pool_stream);
+    if (err == cudaSuccess && block != nullptr) cudaFreeAsync(block, ctx.pool_stream);
+    cudaStreamSynchronize(ctx.pool_stream);
+    cudaThreadExchangeStreamCaptureMode(&mode);
+    if (err != cudaSuccess) {
+      return fail(&ctx.error, DCP_STATUS_CUDA_ERROR, "direct: cannot grow the staging block");
+    }
+    block = grown;
+    capacity = bytes;
+  }
+  p.output = block;
+  cudaError_t err = launch_direct_a2a(p, stream);  // the kernels are the correct ones
+  if (err == cudaSuccess) {
+    err = cudaMemcpyAsync(output, block, bytes, cudaMemcpyDeviceToDevice, stream);
+  }
+  if (err != cudaSuccess) {
+    return fail(&ctx.error, DCP_STATUS_CUDA_ERROR,
+                fmt::format("direct: launch failed: {}", cudaGetErrorString(err)));
+  }
   return DCP_STATUS_OK;
 }
 
@@ -235,6 +339,7 @@ dcpStatus_t direct_call(void* context, const dcpCallArgs_v1* a) {
     return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT, "direct: " + why);
   }
   const auto stream = static_cast<cudaStream_t>(a->stream);
+  if (ctx->mutant == kMutantRegrownStaging) return staged_call(*ctx, p, a->output, stream);
   const cudaError_t err = ctx->mutant != kMutantNone
                               ? launch_direct_a2a_mutant(p, ctx->mutant, stream,
                                                          &ctx->side[static_cast<size_t>(a->slot)])

@@ -4,9 +4,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "errors.h"
+#include "plan.h"
 #include "plugin_services.h"
 
 namespace dcp {
@@ -15,8 +18,8 @@ namespace {
 // Sets the status-board mark for the duration of one plugin function.
 class InKernel {
  public:
-  explicit InKernel(volatile uint32_t* mark) : mark_(mark) {
-    if (mark_ != nullptr) *mark_ = 1;
+  explicit InKernel(volatile uint32_t* mark, uint32_t what = kInKernelOther) : mark_(mark) {
+    if (mark_ != nullptr) *mark_ = what;
   }
   ~InKernel() {
     if (mark_ != nullptr) *mark_ = 0;
@@ -100,7 +103,7 @@ KernelInstance::KernelInstance(std::shared_ptr<const LoadedKernel> kernel, const
 
 KernelInstance::~KernelInstance() {
   if (!initialised_) return;
-  InKernel mark(group_.in_kernel);
+  InKernel mark(group_.in_kernel, kInKernelFinalize);
   table().finalize(context_);
 }
 
@@ -150,7 +153,8 @@ std::vector<dcpRegionRequest_v1> KernelInstance::query_workspace(Rendezvous& ren
   return requests;
 }
 
-void KernelInstance::init(const std::vector<dcpRegion_v1>& regions, Rendezvous& rendezvous) {
+void KernelInstance::init(const std::vector<dcpRegion_v1>& regions, Rendezvous& rendezvous,
+                          const InitInjection& inject) {
   GroupInit group_init(rendezvous, group_.key, group_.members, group_.group_rank,
                        [this](int level, const std::string& msg) {
                          // Warnings and errors reach the terminal; the rest only with debug
@@ -160,17 +164,22 @@ void KernelInstance::init(const std::vector<dcpRegion_v1>& regions, Rendezvous& 
                                                        : spdlog::level::debug;
                          spdlog::log(lvl, "rank {} [{}]: {}", group_.global_rank, info().name, msg);
                        });
-  dcpStatus_t st;
+  if (inject.fault == InitFault::kLate) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(inject.late_ms));
+  }
+  dcpStatus_t st = DCP_STATUS_INTERNAL;
   void* ctx = nullptr;
-  {
-    InKernel mark(group_.in_kernel);
+  std::string message;
+  if (inject.fault == InitFault::kFail) {
+    message = injected_init_failure();  // the kernel's init is never called on this rank
+  } else {
+    InKernel mark(group_.in_kernel, kInKernelInit);
     st = table().init(&config_, regions.data(), static_cast<int32_t>(regions.size()),
                       group_init.services(), &ctx);
   }
-  std::string message;
-  if (st != DCP_STATUS_OK) {
+  if (message.empty() && st != DCP_STATUS_OK) {
     message = fmt::format("{}: {}", status_name(st), last_error());
-  } else if (ctx == nullptr) {
+  } else if (st == DCP_STATUS_OK && ctx == nullptr) {
     st = DCP_STATUS_INTERNAL;
     message = "init returned OK but no context";
   }
@@ -179,6 +188,37 @@ void KernelInstance::init(const std::vector<dcpRegion_v1>& regions, Rendezvous& 
     initialised_ = true;  // finalize runs even if a peer failed
   }
   group_init.agree(st, message);
+}
+
+void init_with_fault(const Case& c, int group_rank, const std::function<void()>& drop,
+                     const std::function<void(const InitInjection&)>& make) {
+  const int culprit = init_fault_rank(c);
+  InitInjection inject;
+  if (group_rank == culprit) inject = {c.init_fault, c.init_late_ms};
+  drop();
+  if (c.init_fault == InitFault::kFail) {
+    bool stopped = false;
+    try {
+      make(inject);
+    } catch (const KernelFault& e) {
+      const std::string what = e.what();
+      if (what.find(injected_init_failure()) == std::string::npos ||
+          what.find(fmt::format("(group rank {})", culprit)) == std::string::npos) {
+        throw;
+      }
+      stopped = true;
+    }
+    DCP_CHECK(stopped, HarnessError, "the init failure injected on group rank {} was not reported",
+              culprit);
+    drop();
+    inject = {};
+  }
+  make(inject);
+}
+
+std::string injected_init_failure() {
+  return "init failure injected by dcp-check (an init-fault case): this rank did not call the "
+         "kernel's init";
 }
 
 void KernelInstance::call(const dcpCallArgs_v1& args, const char* what) {

@@ -5,6 +5,7 @@
 // mark set on the status board, so a crash inside it is reported as the kernel's.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,25 @@ struct KernelGroup {
 // record as the kernel writes it (a device pointer on the GPU).
 KernelGroup kernel_group(const BackendConfig& config, int device, WaitStatus* wait_status);
 
+// A fault dcp-check injects into this rank's init (Case::init_fault): kFail
+// reports the init failed (injected_init_failure()) without calling the
+// kernel's; kLate calls it late_ms late.
+struct InitInjection {
+  InitFault fault = InitFault::kNone;
+  int late_ms = 0;
+};
+std::string injected_init_failure();
+
+// The init of an init-fault case (Case::init_fault), on every rank of the
+// group, between its barriers: drop() finalizes and unmaps context 0, make()
+// maps it afresh and inits it with the injection (this rank's, from
+// init_fault_rank). kLate: one make, late on that rank. kFail: the first make
+// must throw the agreed failure naming that rank and the injected message on
+// every rank (anything else is rethrown: the kernel's own failure, or a
+// hang that the supervisor's deadline reports); then drop() and a plain make().
+void init_with_fault(const Case& c, int group_rank, const std::function<void()>& drop,
+                     const std::function<void(const InitInjection&)>& make);
+
 class KernelInstance {
  public:
   KernelInstance(std::shared_ptr<const LoadedKernel> kernel, const KernelGroup& group);
@@ -50,7 +70,8 @@ class KernelInstance {
   // the rendezvous). Throws UsageError with one line otherwise.
   std::vector<dcpRegionRequest_v1> query_workspace(Rendezvous& rendezvous);
   // init with the mapped regions, then the group agreement (plugin_services.h).
-  void init(const std::vector<dcpRegion_v1>& regions, Rendezvous& rendezvous);
+  void init(const std::vector<dcpRegion_v1>& regions, Rendezvous& rendezvous,
+            const InitInjection& inject = {});
   // Throws KernelFault naming the status and the plugin's last_error.
   void call(const dcpCallArgs_v1& args, const char* what = "call");
   void set_epoch(int slot, uint64_t epoch, void* stream);

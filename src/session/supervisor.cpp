@@ -440,6 +440,19 @@ void Session::Impl::kill_workers() noexcept {
 
 bool Session::Impl::in_kernel(int rank) const { return board && *board->in_kernel(rank) != 0; }
 
+std::string Session::Impl::inside_kernel_note() const {
+  std::vector<std::string> inside;
+  for (const WorkerState& w : workers) {
+    const uint32_t mark = board && !w.result ? *board->in_kernel(w.rank) : kInKernelNone;
+    if (mark == kInKernelNone) continue;
+    const std::string function = in_kernel_function(mark);
+    inside.push_back(function.empty() ? fmt::format("rank {}", w.rank)
+                                      : fmt::format("rank {} ({})", w.rank, function));
+  }
+  if (inside.empty()) return "";
+  return fmt::format("; inside kernel '{}': {}", config.kernel.name, fmt::join(inside, ", "));
+}
+
 std::vector<const WaitStatus*> Session::Impl::status_entries() const {
   std::vector<const WaitStatus*> entries;
   for (int r = 0; r < config.world; ++r) entries.push_back(board->entry(r));

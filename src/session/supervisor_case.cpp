@@ -77,6 +77,19 @@ std::string op_text(int last_op) {
   return last_op < 0 ? std::string("before its first op") : fmt::format("after op {}", last_op);
 }
 
+// What an init-fault case did to which rank, for a hang's note.
+std::string init_fault_note(const Case& c) {
+  if (c.init_fault == InitFault::kNone) return "";
+  const int culprit = init_fault_rank(c);
+  if (c.init_fault == InitFault::kFail) {
+    return fmt::format("; dcp-check failed group rank {}'s init in this case (initfail): the "
+                       "other ranks' inits must return",
+                       culprit);
+  }
+  return fmt::format("; dcp-check delayed group rank {}'s init by {} ms in this case (initlate)",
+                     culprit, c.init_late_ms);
+}
+
 // The wait lines, or "" when no rank was waiting on a flag.
 std::string waits_text(const std::vector<std::string>& waits) {
   if (waits.size() == 1 && waits[0] == "no rank was waiting on a flag") return "";
@@ -214,8 +227,9 @@ std::optional<CaseFailure> Session::Impl::find_failure(
     const double silent_s = seconds_since(w.last_activity);
     const bool errored_peers = first_error && seconds_since(*first_error) > kErrorGraceS;
     if (silent_s <= deadline_s && !errored_peers) continue;
-    std::string note = fmt::format("rank {} made no progress for {:.1f} s ({})", w.rank, silent_s,
-                                   op_text(w.last_op));
+    std::string note = fmt::format("rank {} made no progress for {:.1f} s ({}){}{}", w.rank,
+                                   silent_s, op_text(w.last_op), inside_kernel_note(),
+                                   init_fault_note(c));
     std::string cause = errored_peers
                             ? fmt::format("{}; no result {:.1f} s after a peer reported a fault",
                                           note, seconds_since(*first_error))

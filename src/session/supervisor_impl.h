@@ -91,6 +91,9 @@ struct Session::Impl {
   // case's).
   std::vector<std::string> diagnose_current_waits(const Case& c) const;
   bool in_kernel(int rank) const;
+  // "; inside kernel 'k': rank 1 (init), rank 2" for the ranks without a result that
+  // are inside a function of the kernel under test, or "".
+  std::string inside_kernel_note() const;
   void drain_exited_workers();  // the rank's worker is inside a kernel (plugin) function
 
   // supervisor_case.cpp

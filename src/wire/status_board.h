@@ -32,8 +32,9 @@ class StatusBoard {
   // Creator only: removes the name early (the mapping stays valid); idempotent.
   void unlink_name();
   WaitStatus* entry(int rank) const;
-  // 1 while the rank's worker is inside a function of the kernel under test
-  // (a plugin's init, call, ...): a crash then is the kernel's, not ours.
+  // Nonzero (an InKernelMark) while the rank's worker is inside a function of
+  // the kernel under test (a plugin's init, call, ...): a crash then is the
+  // kernel's, not ours, and a hang names the function.
   volatile uint32_t* in_kernel(int rank) const;
   static constexpr size_t kInKernelOffset = 2048;
   int world() const { return world_; }

@@ -55,6 +55,7 @@ class CudaIpcBuffer final : public SymmetricBuffer {
  public:
   CudaIpcBuffer(const SymmetricRequest& req, Rendezvous& rendezvous);
   ~CudaIpcBuffer() override;
+  void close_peers() override;
   CudaIpcBuffer(const CudaIpcBuffer&) = delete;
   CudaIpcBuffer& operator=(const CudaIpcBuffer&) = delete;
 
@@ -146,8 +147,15 @@ CudaIpcBuffer::~CudaIpcBuffer() {
   // Errors are ignored: after a device fault the context is gone and every
   // call fails, and a destructor must not throw.
   cudaSetDevice(device_);
-  for (void* p : opened_) cudaIpcCloseMemHandle(p);
+  close_peers();
   cudaFree(local_);
+}
+
+void CudaIpcBuffer::close_peers() {
+  cudaSetDevice(device_);
+  for (void* p : opened_) cudaIpcCloseMemHandle(p);
+  opened_.clear();
+  for (void*& p : peers_) p = p == local_ ? p : nullptr;
 }
 
 }  // namespace

@@ -40,6 +40,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "alloc_churn.h"
 #include "cuda_check.h"
 #include "cuda_raii.h"
 #include "direct_a2a.h"
@@ -187,7 +188,11 @@ class GpuBackend final : public RankBackend {
   std::vector<std::vector<uint8_t>> run_batch_checked(const Case& c, const Batch& batch);
   void init_status();
   // Creates context `ctx` (a collective over the group: every rank, same point).
-  void init_kernel(int ctx, Rendezvous& rendezvous);
+  void init_kernel(int ctx, Rendezvous& rendezvous, const InitInjection& inject = {});
+  // Finalizes context `ctx` and frees its regions (a collective).
+  void drop_context(int ctx);
+  // An init-fault case: context 0 made again (init_with_fault).
+  void restart_context(const Case& c);
   void map_regions(KernelContext& k, const std::string& suffix,
                    const std::vector<dcpRegionRequest_v1>& requests, Rendezvous& rendezvous);
   CallShape shape_of(const Case& c, const Batch& batch) const;
@@ -247,11 +252,11 @@ class GpuBackend final : public RankBackend {
   // One eager call ran on the context's slot (eager-before-capture).
   std::array<std::array<bool, kMaxSlots>, kMaxContexts> warmed_{};
   uint64_t graph_uses_ = 0;
-  DeviceBuffer churn_;  // churn cases: reallocated after each capture, holds the canary
-  size_t churn_bytes_ = 0;
+  AllocChurn churn_;  // churn cases: blocks allocated after each capture, holding the canary
   std::unique_ptr<SmPressure> pressure_;  // made by the first pressure case
   // (context, out dtype, LSE dtype, producer) that ran a call before a pressure.
   std::set<std::tuple<int, int, int, int>> pressure_warmed_;
+  int inits_ = 0;  // contexts made so far: names each init's exchanges
   void start_pressure(const Case& c, const CallShape& sh, const Batch& batch);
 };
 
@@ -320,9 +325,10 @@ void GpuBackend::init_status() {
 // query -> allocate and map -> init (agreed across the group). The init
 // agreement is itself a group barrier: no rank calls before every rank is ready.
 // Context k > 0 names its exchanges and regions with the suffix "/ctx<k>".
-void GpuBackend::init_kernel(int ctx, Rendezvous& rendezvous) {
+void GpuBackend::init_kernel(int ctx, Rendezvous& rendezvous, const InitInjection& inject) {
   KernelContext& k = contexts_[static_cast<size_t>(ctx)];
-  const std::string suffix = ctx == 0 ? "" : fmt::format("/ctx{}", ctx);
+  std::string suffix = ctx == 0 ? "" : fmt::format("/ctx{}", ctx);
+  if (inits_++ > 1) suffix += fmt::format("/init{}", inits_);  // a context made again
   KernelGroup group = kernel_group(cfg_, cfg_.device, status_dev_);
   group.key += suffix;
   k.instance = std::make_unique<KernelInstance>(cfg_.kernel, group);
@@ -340,7 +346,33 @@ void GpuBackend::init_kernel(int ctx, Rendezvous& rendezvous) {
     r.peer_stride = 0;  // CUDA IPC maps every peer separately: no uniform stride
     mapped.push_back(r);
   }
-  k.instance->init(mapped, rendezvous);
+  k.instance->init(mapped, rendezvous, inject);
+}
+
+void GpuBackend::drop_context(int ctx) {
+  KernelContext& k = contexts_[static_cast<size_t>(ctx)];
+  sync_all();
+  k.instance.reset();  // finalize
+  for (MappedRegion& m : k.regions) {
+    if (m.symmetric != nullptr) m.symmetric->close_peers();
+  }
+  rendezvous_->barrier(fmt::format("{}/dcp{}g{}/{}/dropped{}", cfg_.run_id, cfg_.dcp_size,
+                                   cfg_.group_idx, cfg_.kernel->info().name, inits_),
+                       cfg_.members);
+  k.regions.clear();  // no peer maps them any more
+}
+
+// The fresh context starts at epoch 0 on every slot, as at start-up, and its
+// first calls are first calls again (eager-before-capture, pressure warm-up).
+void GpuBackend::restart_context(const Case& c) {
+  init_with_fault(
+      c, cfg_.group_rank, [this] { drop_context(0); },
+      [this](const InitInjection& inject) { init_kernel(0, *rendezvous_, inject); });
+  warmed_[0] = {};
+  pressure_warmed_.clear();
+  for (int slot = 0; status_host_ != nullptr && slot < kMaxSlots; ++slot) {
+    restart_slot_record(*status_host_, slot, 0);
+  }
 }
 
 // Every region on every rank, in request order (a collective: the requests
@@ -427,6 +459,7 @@ void GpuBackend::begin_case(const Case& c) {
             kMaxContexts);
   current_ = &c;
   sync_all();
+  if (c.init_fault != InitFault::kNone) restart_context(c);
   for (int k = 1; k < c.num_contexts; ++k) {
     KernelContext& context = contexts_[static_cast<size_t>(k)];
     if (context.instance != nullptr) continue;
@@ -438,8 +471,7 @@ void GpuBackend::begin_case(const Case& c) {
       throw;
     }
   }
-  churn_.reset();
-  churn_bytes_ = 0;
+  check(churn_.release(nullptr), "free churn blocks", false);
   // A case captures its own graphs: none replays a capture of another case,
   // so what a graph set's replays read is what this case's captures left.
   for (auto& context : graphs_) {
@@ -943,42 +975,18 @@ void GpuBackend::check_region_tail(const MappedRegion& m, std::vector<std::strin
   check(cudaMemset(tail, kGuardCanary, m.tail_guard), "refill region tail", false);
 }
 
-// Allocation churn (vLLM #45487: a graph keeps the addresses it was captured
-// with, and memory freed after the capture is handed out again): the
-// previous churn block is freed, a new one as large as the call's buffers (at
-// most 64 MiB) is allocated and filled with the canary. A graph that writes
-// where a freed block was damages it; check_churn finds that.
+// Allocation churn (alloc_churn.h), on the call's stream right after a capture.
 void GpuBackend::churn_after_capture(const CallShape& sh, cudaStream_t s) {
-  const int rank = cfg_.global_rank;
-  churn_.reset();
-  churn_bytes_ = std::min<size_t>(size_t{64} << 20, sh.in_out_bytes + sh.in_lse_bytes +
-                                                        sh.output_bytes + sh.lse_out_bytes);
-  churn_.ensure(churn_bytes_, rank);
-  // On the call's stream: filled before the replay that follows.
-  check(cudaMemsetAsync(churn_.data(), kGuardCanary, churn_bytes_, s), "fill churn block", false);
+  check(churn_.after_capture(sh.in_out_bytes + sh.in_lse_bytes + sh.output_bytes +
+                                 sh.lse_out_bytes,
+                             s),
+        "allocate churn blocks", false);
 }
 
-// After each batch of a churn case: the live churn block still holds the canary.
+// After each batch of a churn case: every live churn block still holds the canary.
 void GpuBackend::check_churn(std::vector<std::string>* out) {
-  if (churn_bytes_ == 0) return;
-  std::vector<uint8_t> host(churn_bytes_);
-  check(cudaMemcpy(host.data(), churn_.data(), churn_bytes_, cudaMemcpyDeviceToHost),
-        "copy churn block", false);
-  size_t changed = 0, first = 0;
-  for (size_t i = 0; i < host.size(); ++i) {
-    if (host[i] == kGuardCanary) continue;
-    if (changed++ == 0) first = i;
-  }
-  if (changed == 0) return;
-  if (out != nullptr) {
-    out->push_back(fmt::format(
-        "after the batch: the churn block allocated after a capture was written: {} of {} "
-        "bytes changed, the first at +{} (a graph writes to memory freed after its capture)",
-        changed, churn_bytes_, first));
-  }
-  check(cudaMemsetAsync(churn_.data(), kGuardCanary, churn_bytes_, streams_[0].get()),
-        "refill churn block", false);
-  sync_all();
+  if (churn_.empty()) return;
+  check(churn_.damage(streams_[0].get(), out), "check churn blocks", false);
 }
 
 // ------------------------------------------------------------------- bench

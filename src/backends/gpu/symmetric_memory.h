@@ -24,6 +24,10 @@ class SymmetricBuffer {
   // Every group rank's buffer as mapped into this process, indexed by group
   // rank; peers()[group_rank] == local().
   virtual const std::vector<void*>& peers() const = 0;
+  // Unmaps the peers' buffers (this rank's stays until destruction). A group
+  // that frees its buffers calls this on every rank, then barriers, so no
+  // buffer is freed while a peer still maps it.
+  virtual void close_peers() = 0;
 };
 
 struct SymmetricRequest {

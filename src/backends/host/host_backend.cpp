@@ -21,7 +21,9 @@
 #include "errors.h"
 #include "host_combine.h"
 #include "host_mutants.h"
+#include "kernel_instance.h"
 #include "plan.h"
+#include "plugin_services.h"
 #include "shm_segment.h"
 #include "status_board.h"
 #include "suites.h"
@@ -48,7 +50,11 @@ struct SegmentLayout {
   // to `owner` through the mutant's step barrier (see run_call).
   static constexpr size_t kStepsOffset = 1024;
   static_assert(kFlagsOffset + sizeof(uint32_t) * kMaxSlots * 2 * kHostMaxRanks <= kStepsOffset);
-  static_assert(kStepsOffset + sizeof(uint32_t) * kMaxSlots * kHostMaxRanks <= 4096);
+  // Hello words: written and read only by the unbounded-init-handshake mutant's
+  // init. hello(owner)[peer] is 1 once `peer` said hello to `owner`.
+  static constexpr size_t kHelloOffset = 2048;
+  static_assert(kStepsOffset + sizeof(uint32_t) * kMaxSlots * kHostMaxRanks <= kHelloOffset);
+  static_assert(kHelloOffset + sizeof(uint32_t) * kHostMaxRanks <= 4096);
   size_t lse_offset = 0, out_offset = 0, total_bytes = 0;
 
   SegmentLayout(const Geometry& g, int dcp_size)
@@ -138,6 +144,10 @@ class HostBackend final : public RankBackend {
   void validate(const Case& c) const;
   // Creates and maps context `ctx`'s segments (a collective over the group).
   void map_context(int ctx, Rendezvous& rendezvous);
+  // The model's init, after map_context(0): agreed across the group as a
+  // plugin's init is (GroupInit), with this rank's injected fault if any.
+  void init_model(const InitInjection& inject);
+  void hello_handshake();  // the unbounded-init-handshake mutant only
   int note_call(ExecMode mode, int num_tokens, int slot);
   void run_call(const Case& c, const CallInputs& call, const SameSlotNeighbours* order,
                 std::vector<uint8_t>& out);
@@ -208,6 +218,7 @@ class HostBackend final : public RankBackend {
   // ours); context 1 is mapped by the first case that uses it.
   std::array<std::vector<std::unique_ptr<Segment>>, kMaxContexts> segments_;
   int ctx_ = 0;  // the context of the call in progress
+  int inits_ = 0;  // init_model calls so far: names each agreement
   Rendezvous* rendezvous_ = nullptr;  // the worker's, outlives this backend
   WaitStatus local_status_{};  // used when no status board is given
   WaitStatus* status_ = nullptr;
@@ -220,6 +231,43 @@ HostBackend::HostBackend(const BackendConfig& config, Rendezvous& rendezvous)
             "host backend: {} members for dcp size {}", config.members.size(), config.dcp_size);
   rendezvous_ = &rendezvous;
   map_context(0, rendezvous);
+  init_model({});
+}
+
+void HostBackend::init_model(const InitInjection& inject) {
+  const BackendConfig& k = config_;
+  GroupInit agreement(
+      *rendezvous_,
+      fmt::format("{}/host-g{}x{}/model-init{}", k.run_id, k.dcp_size, k.group_idx, inits_++),
+      k.members, me_, nullptr);
+  if (inject.fault == InitFault::kLate) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(inject.late_ms));
+  }
+  if (inject.fault == InitFault::kFail) {
+    agreement.agree(DCP_STATUS_INTERNAL, injected_init_failure());
+    return;  // not reached: agree throws the injected failure
+  }
+  if (k.mutant == kHostMutantUnboundedInitHandshake) hello_handshake();
+  agreement.agree(DCP_STATUS_OK, "");
+}
+
+// The mistake: peers are awaited through the workspace, not the host
+// services, and without a bound; a peer that never inits is waited for forever
+// (the supervisor's deadline ends it, naming this rank inside init).
+void HostBackend::hello_handshake() {
+  auto hello = [this](int owner, int peer) {
+    auto* words = reinterpret_cast<uint32_t*>(segments_[0][owner]->base() +
+                                              SegmentLayout::kHelloOffset);
+    return std::atomic_ref<uint32_t>(words[peer]);
+  };
+  if (config_.in_kernel != nullptr) *config_.in_kernel = kInKernelInit;
+  for (int p = 0; p < config_.dcp_size; ++p) hello(p, me_).store(1, std::memory_order_release);
+  for (int p = 0; p < config_.dcp_size; ++p) {
+    while (hello(me_, p).load(std::memory_order_acquire) != 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  if (config_.in_kernel != nullptr) *config_.in_kernel = kInKernelNone;
 }
 
 // Each context's segments are checked against /dev/shm's free space as they are made.
@@ -265,6 +313,16 @@ void HostBackend::validate(const Case& c) const {
 
 void HostBackend::begin_case(const Case& c) {
   validate(c);
+  if (c.init_fault != InitFault::kNone) {
+    // A fresh segment: its epochs, flags and hello words start at 0.
+    init_with_fault(
+        c, me_, [this] { segments_[0].clear(); },
+        [this](const InitInjection& inject) {
+          map_context(0, *rendezvous_);
+          init_model(inject);
+        });
+    for (int s = 0; s < kMaxSlots; ++s) restart_slot_record(*status_, s, 0);
+  }
   for (auto& per_ctx : captured_) {
     for (auto& captured : per_ctx) captured.clear();  // a case captures its own graphs
   }

@@ -25,6 +25,7 @@ enum HostMutantId : int {
   kHostMutantHostMappedParams = 9,  // receive rows packed by the T of the slot's last call()
   kHostMutantUnjoinedSideStream = 10,  // group rank 0 sends to its peers after its call returned
   kHostMutantGlobalRecvBuffers = 11,  // own receive buffers are context 0's in every context
+  kHostMutantUnboundedInitHandshake = 12,  // init waits for every peer's hello, without a bound
 };
 
 struct HostMutantInfo {
@@ -72,6 +73,11 @@ inline constexpr HostMutantInfo kHostMutants[] = {
      "flags stay per context: the second context's calls combine the first's stale payloads "
      "(only the two-contexts cases reach it)",
      "two-contexts"},
+    {kHostMutantUnboundedInitHandshake, "unbounded-init-handshake", "protocol",
+     "the model's init writes a hello word into every peer's segment and waits, without a "
+     "bound and outside the host services, until every peer's hello arrived: a peer whose "
+     "init failed hangs the group in init (only the init-fault cases reach it)",
+     "init-faults"},
 };
 
 }  // namespace dcp

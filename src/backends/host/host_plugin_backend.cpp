@@ -55,13 +55,14 @@ class HostPluginBackend final : public RankBackend {
 
  private:
   // Creates context `ctx` (a collective over the group: every rank, same point).
-  void make_context(int ctx, Rendezvous& rendezvous);
+  void make_context(int ctx, Rendezvous& rendezvous, const InitInjection& inject = {});
 
   BackendConfig config_;
   // Context 0 from start-up, context 1 made by the first case that uses it.
   std::array<std::unique_ptr<PluginContext>, kMaxContexts> contexts_;
   Rendezvous* rendezvous_ = nullptr;  // the worker's, outlives this backend
   WaitStatus local_status_{};
+  int inits_ = 0;  // contexts made so far: names each init's exchanges
 };
 
 HostPluginBackend::HostPluginBackend(const BackendConfig& config, Rendezvous& rendezvous)
@@ -70,13 +71,15 @@ HostPluginBackend::HostPluginBackend(const BackendConfig& config, Rendezvous& re
 }
 
 // Context k > 0 names its exchanges "/ctx<k>" and its segment with kContextSegmentSuffix.
-void HostPluginBackend::make_context(int ctx, Rendezvous& rendezvous) {
+void HostPluginBackend::make_context(int ctx, Rendezvous& rendezvous,
+                                     const InitInjection& inject) {
   auto k = std::make_unique<PluginContext>();
   std::vector<std::unique_ptr<Segment>>& segments = k->segments;
   std::vector<HostRegion>& regions = k->regions;
   KernelGroup group =
       kernel_group(config_, -1, config_.status != nullptr ? config_.status : &local_status_);
   if (ctx > 0) group.key += fmt::format("/ctx{}", ctx);
+  if (inits_++ > 1) group.key += fmt::format("/init{}", inits_);  // a context made again
   k->instance = std::make_unique<KernelInstance>(config_.kernel, group);
   const std::vector<dcpRegionRequest_v1> requests = k->instance->query_workspace(rendezvous);
 
@@ -138,7 +141,7 @@ void HostPluginBackend::make_context(int ctx, Rendezvous& rendezvous) {
   }
   // Fill bytes must be in place on every rank before any init may read a peer's.
   rendezvous.barrier(group.key + "/filled", config_.members);
-  k->instance->init(mapped, rendezvous);
+  k->instance->init(mapped, rendezvous, inject);
   contexts_[static_cast<size_t>(ctx)] = std::move(k);
 }
 
@@ -148,6 +151,11 @@ void HostPluginBackend::begin_case(const Case& c) {
   DCP_CHECK(c.num_contexts >= 1 && c.num_contexts <= kMaxContexts, HarnessError,
             "case {} asks for {} kernel contexts (at most {})", format_case_id(c), c.num_contexts,
             kMaxContexts);
+  if (c.init_fault != InitFault::kNone) {
+    init_with_fault(
+        c, config_.group_rank, [this] { contexts_[0].reset(); },
+        [this](const InitInjection& inject) { make_context(0, *rendezvous_, inject); });
+  }
   for (int k = 1; k < c.num_contexts; ++k) {
     if (contexts_[static_cast<size_t>(k)] == nullptr) make_context(k, *rendezvous_);
   }
