@@ -732,7 +732,7 @@ std::vector<AxisDesc> make_table() {
        .label = [](const Case& c) { return fmt::format("{}", c.num_contexts); }},
       // An init fault (Case::init_fault): optional token "initfail" or
       // "initlate<ms>". Not a suite axis (suites.cpp adds the init-faults
-      // family); drawn after every other axis at 1%, so other random cases
+      // family); drawn after every other axis at 0.5%, so other random cases
       // keep their values. JSON only when set.
       {.name = "init",
        .token = [](const Case& c) {
@@ -761,9 +761,9 @@ std::vector<AxisDesc> make_table() {
          return std::string();
        },
        .draw = [](Rng& r, Case& c, const RandomContext&) {
-         if (!r.chance(0.01)) return;
+         if (!r.chance(0.005)) return;
          c.init_fault = r.chance(0.5) ? InitFault::kFail : InitFault::kLate;
-         if (c.init_fault == InitFault::kLate) c.init_late_ms = r.chance(0.5) ? 20 : 300;
+         if (c.init_fault == InitFault::kLate) c.init_late_ms = r.chance(0.5) ? 20 : 200;
        },
        .shrink = [](const Case& c, std::vector<Case>& out) {
          if (c.init_fault == InitFault::kNone) return;

@@ -106,12 +106,12 @@ const std::vector<Golden> kSuiteGolden = {
     {"smoke/w2", "48 2a9b69a9428148cd 62bb217a4cdbec95"},
     {"smoke/w4", "60 a9493bf3095d20c6 dd1ea2d32846a97c"},
     {"smoke/w8", "72 547c035542b11f56 228e5f4479f8ead8"},
-    {"default/w2", "1008 eda9e8e8e5912cc3 7d0f6b75525e13a3"},
-    {"default/w4", "2032 e4330b53ce1f7f53 dab7918a202a1736"},
-    {"default/w8", "3040 5dccc136291eedb8 96a7f120a7a375c4"},
-    {"full/w2", "84648 95ee544a7bdb40ea eb8a9c33c433a722"},
-    {"full/w4", "169296 e8bf68e85bb45177 8b96ac4e1d27321e"},
-    {"full/w8", "253944 d0b0c2751a3c8748 2d25c2d9d12883b1"},
+    {"default/w2", "1008 57b3845746fb7efa 606f73b59d91d221"},
+    {"default/w4", "2032 35c7cadd6b4b3c94 226ce352a75fdccc"},
+    {"default/w8", "3040 ff3805c87063d894 e4fb3c891acbb8f4"},
+    {"full/w2", "84648 228228396eea6ab3 54f749aebe2db13a"},
+    {"full/w4", "169296 82da7f00abda7a18 c3134424737f1b72"},
+    {"full/w8", "253944 4e73a26f9af3e5de 740223ea13717d5a"},
     {"upstream/w2", "96 b35b360fd5ce87a1 95ba1871c9420829"},
     {"upstream/w4", "192 970a36cb456b5735 f380d0003f3b4159"},
     {"upstream/w8", "288 dfefd91adc967c7d e847e7da96bebd41"},
@@ -121,17 +121,17 @@ const std::vector<Golden> kSuiteGolden = {
 };
 
 const std::vector<Golden> kRandomGolden = {
-    {"random/w2", "9600 6b44c01b1271b3c3 6c4a34ecc327f58d"},
-    {"random/w3", "9600 64ad28c9f93f390f b56ab22b75f874e1"},
-    {"random/w4", "9600 e1ff7b4fabd41e39 ddfc9aa5dc2626a9"},
-    {"random/w6", "9600 57fea5acd48a6aca 67b4cfffe5eb4352"},
-    {"random/w8", "9600 2394cdc825f9d0a1 dcadcd4fde50932b"},
+    {"random/w2", "9600 8032f5592e8c2445 6c4a34ecc327f58d"},
+    {"random/w3", "9600 7810de41afb906b3 b56ab22b75f874e1"},
+    {"random/w4", "9600 bc6e38ed2c84d7b5 ddfc9aa5dc2626a9"},
+    {"random/w6", "9600 19c09a16f4721a21 67b4cfffe5eb4352"},
+    {"random/w8", "9600 1cf99ab4a9dd8f66 dcadcd4fde50932b"},
 };
 
 const std::vector<Golden> kShrinkGolden = {
-    {"shrink/random", "16310 ba85da22dd903414 3e13dbcd8954fe4e"},
-    {"shrink/suites", "2664 fb8c2ec7246c11d7 f9a1786e6aaf4c79"},
-    {"shrink/chains", "7721 316da4968c7e8a07 82a935383a4a7cd0"},
+    {"shrink/random", "16302 0e848908a48c7df1 ee229d9212bce609"},
+    {"shrink/suites", "2664 3008917849f8496f 2a9eca75be97979c"},
+    {"shrink/chains", "7720 a63459bb3ef146d7 2b7a13bae82f9d05"},
 };
 
 TEST_CASE("golden: every case of every suite keeps its id and fields") {

@@ -43,8 +43,8 @@ const std::vector<CaseFamily>& case_families() {
        "the two-slot graph-set cases: after each capture device memory is freed and allocated "
        "again (cudaMalloc, and a ladder of sizes from the device's stream-ordered pool), kept "
        "filled with a canary checked after every batch (GPU only: the host model has no graphs)",
-       "a graph that still writes a block freed after its capture, e.g. a staging buffer that "
-       "grew (regrown-staging)",
+       "a graph that still writes a block freed after its capture, e.g. a staging buffer "
+       "reallocated for another T (resized-staging)",
        [](const Case& c) { return c.churn; }},
       {"sm-pressure",
        "two slots (in flight together when pipelined) while a co-running kernel holds 50% or 90% "
@@ -66,7 +66,8 @@ const std::vector<CaseFamily>& case_families() {
        [](const Case& c) { return c.num_contexts == 2; }},
       {"init-faults",
        "every rank inits a fresh context while dcp-check fails one rank's init (it reports "
-       "the failure without calling the kernel's init) or calls it 300 ms late; every rank "
+       "the failure without calling the kernel's init) or calls it late (100 ms in default, 2 s "
+       "in full); every rank "
        "must stop with that rank's message, or wait for it, then the calls run on a fresh init",
        "an init that waits for its peers outside the host services without a bound, so a "
        "peer whose init failed hangs the group (unbounded-init-handshake)",

@@ -290,14 +290,14 @@ std::vector<Case> two_context_cases(const SuiteOptions& opts, const Geometry& g)
 }
 
 // The init-faults family (issue 15 item 4): per group size, a failed init
-// (eager, then two slots pipelined on the fresh context) and an init 300 ms
-// late (pipelined on two slots, and graph replays).
-std::vector<Case> init_fault_cases(const SuiteOptions& opts, const Geometry& g) {
+// (eager, then two slots pipelined on the fresh context) and an init
+// `late_ms` late (pipelined on two slots, and graph replays).
+std::vector<Case> init_fault_cases(const SuiteOptions& opts, const Geometry& g, int late_ms) {
   std::vector<Case> cases;
   auto add = [&](int w, InitFault f, int tokens, ExecMode mode, int calls, int slots) {
     Case c = family_case(g, w, tokens, mode, calls, slots, EmptyPattern::kNone);
     c.init_fault = f;
-    c.init_late_ms = f == InitFault::kLate ? 300 : 0;
+    c.init_late_ms = f == InitFault::kLate ? late_ms : 0;
     cases.push_back(c);
   };
   for (int w : dcp_sizes_for_world(opts.world)) {
@@ -310,15 +310,17 @@ std::vector<Case> init_fault_cases(const SuiteOptions& opts, const Geometry& g) 
   return cases;
 }
 
-// Every field-failure family's cases (cases/families.h), appended to a suite.
-void add_family_cases(std::vector<Case>& cases, const SuiteOptions& opts, const Geometry& g) {
+// Every field-failure family's cases (cases/families.h), appended to a suite;
+// the init-faults cases' late init is `init_late_ms` late.
+void add_family_cases(std::vector<Case>& cases, const SuiteOptions& opts, const Geometry& g,
+                      int init_late_ms) {
   for (const Case& k : capacity_cases(opts, g)) cases.push_back(k);
   for (const Case& p : producer_cases(opts, g)) cases.push_back(p);
   for (const Case& k : graph_set_cases(opts, g)) cases.push_back(k);
   for (const Case& k : pressure_cases(opts, g)) cases.push_back(k);
   for (const Case& k : reuse_cases(opts, g)) cases.push_back(k);
   for (const Case& k : two_context_cases(opts, g)) cases.push_back(k);
-  for (const Case& k : init_fault_cases(opts, g)) cases.push_back(k);
+  for (const Case& k : init_fault_cases(opts, g, init_late_ms)) cases.push_back(k);
 }
 
 std::vector<Case> upstream_suite(const SuiteOptions& opts) {
@@ -380,7 +382,7 @@ std::vector<Case> default_suite(const SuiteOptions& opts, const Geometry& g) {
   for (const Case& u : upstream_suite(opts)) {
     if (std::find(cases.begin(), cases.end(), u) == cases.end()) cases.push_back(u);
   }
-  add_family_cases(cases, opts, g);
+  add_family_cases(cases, opts, g, /*init_late_ms=*/100);  // in seconds of suite time
   return cases;
 }
 
@@ -404,7 +406,7 @@ std::vector<Case> full_suite(const SuiteOptions& opts, const Geometry& g) {
     if (k < 0) break;
   }
   finish(cases, opts.base_seed);
-  add_family_cases(cases, opts, g);
+  add_family_cases(cases, opts, g, /*init_late_ms=*/2000);  // seconds late, as in the field
   return cases;
 }
 

@@ -125,10 +125,10 @@ step_families() {
       --mutants unbounded-init-handshake --filter initfail
     run_expect "w$w unbounded-init-handshake without" 1 selftest "${args[@]}" \
       --mutants unbounded-init-handshake --filter '^((?!initfail).)*$'
-    run_expect "w$w regrown-staging by churn" 0 selftest "${args[@]}" \
-      --mutants regrown-staging --filter churn
-    run_expect "w$w regrown-staging without" 1 selftest "${args[@]}" \
-      --mutants regrown-staging --filter '^((?!churn).)*$'
+    run_expect "w$w resized-staging by churn" 0 selftest "${args[@]}" \
+      --mutants resized-staging --filter churn
+    run_expect "w$w resized-staging without" 1 selftest "${args[@]}" \
+      --mutants resized-staging --filter '^((?!churn).)*$'
   done
   # Forward progress needs ranks that run at once: MPS on a shared GPU, where
   # pressure cases run with at most 2 ranks per GPU (src/wire/pressure_rule.h).

@@ -37,7 +37,7 @@ enum GpuMutantId : int {
   kMutantUnjoinedSideStream = 23,
   kMutantGlobalRecvBuffers = 24,
   kMutantUnboundedInitHandshake = 25,
-  kMutantRegrownStaging = 26,
+  kMutantResizedStaging = 26,
 };
 
 struct GpuMutantInfo {
@@ -170,12 +170,13 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "without a bound and outside the host services: a peer whose init failed leaves the others "
      "in init forever (only the init-fault cases reach it; a late peer is waited for correctly)",
      true, "", false, 2, "init-faults"},
-    {kMutantRegrownStaging, "regrown-staging", "sizing",
-     "the combine writes into a per-slot staging buffer, copied to the output at the end of the "
-     "call, which grows on demand from the device's stream-ordered pool (kept cached, as a "
-     "framework allocator keeps its blocks): a larger call frees the old block, which a graph "
-     "captured before still writes. Every output is right; only allocation churn, which hands "
-     "the freed block to someone else, sees it (the graph-set cases with churn)",
+    {kMutantResizedStaging, "resized-staging", "sizing",
+     "the combine writes into a per-slot staging buffer sized to the call's T, copied to the "
+     "output at the end of the call; a call of another T reallocates it from the device's "
+     "stream-ordered pool (kept cached, as a framework allocator keeps its blocks) and frees "
+     "the old block, which a graph captured before still writes. Every output is right; only "
+     "allocation churn, which hands the freed block to someone else, sees it (the graph-set "
+     "cases with churn)",
      true, "", false, 2, "allocation-churn"},
 };
 

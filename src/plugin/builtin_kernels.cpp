@@ -70,7 +70,7 @@ struct DirectContext {
   std::string recv_key;
   bool recv_owner = false;
   uint8_t* own_recv = nullptr;
-  // regrown-staging only: each slot's staging block (from the device's pool)
+  // resized-staging only: each slot's staging block (from the device's pool)
   // and the internal stream that allocates and frees them.
   std::array<std::pair<void*, size_t>, kMaxSlots> staging{};
   cudaStream_t pool_stream = nullptr;
@@ -212,7 +212,7 @@ dcpStatus_t direct_init(const dcpGroupConfig_v1* c, const dcpRegion_v1* regions,
       return st;
     }
   }
-  if (ctx->mutant == kMutantRegrownStaging) {
+  if (ctx->mutant == kMutantResizedStaging) {
     // Freed blocks stay with the pool (mapped) until someone allocates them.
     cudaMemPool_t pool = nullptr;
     uint64_t keep_all = UINT64_MAX;
@@ -249,16 +249,17 @@ dcpStatus_t direct_init(const dcpGroupConfig_v1* c, const dcpRegion_v1* regions,
   return DCP_STATUS_OK;
 }
 
-// regrown-staging: the combine writes the slot's staging block, copied to
-// the output after it. The mistake: the block grows on demand, and the old
-// one goes back to the pool while graphs captured with it still write it.
+// resized-staging: the combine writes the slot's staging block, copied to
+// the output after it. The mistake: the block is sized to the call's T, and a
+// call of another T gives the old one back to the pool while graphs captured
+// with it still write it.
 dcpStatus_t staged_call(DirectContext& ctx, DirectA2AParams& p, void* output,
                         cudaStream_t stream) {
   auto& [block, capacity] = ctx.staging[static_cast<size_t>(p.slot)];
   const size_t bytes = size_t{2} * p.num_tokens * p.heads_per_rank * p.head_dim;
-  if (bytes > capacity) {
+  if (bytes != capacity) {
     // On the internal stream, outside any capture of the caller's stream.
-    // The larger block first, then the old one back to the pool.
+    // The new block first, then the old one back to the pool.
     cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
     cudaThreadExchangeStreamCaptureMode(&mode);
     void* grown = nullptr;
@@ -267,7 +268,7 @@ dcpStatus_t staged_call(DirectContext& ctx, DirectA2AParams& p, void* output,
     cudaStreamSynchronize(ctx.pool_stream);
     cudaThreadExchangeStreamCaptureMode(&mode);
     if (err != cudaSuccess) {
-      return fail(&ctx.error, DCP_STATUS_CUDA_ERROR, "direct: cannot grow the staging block");
+      return fail(&ctx.error, DCP_STATUS_CUDA_ERROR, "direct: cannot resize the staging block");
     }
     block = grown;
     capacity = bytes;
@@ -339,7 +340,7 @@ dcpStatus_t direct_call(void* context, const dcpCallArgs_v1* a) {
     return fail(&ctx->error, DCP_STATUS_INVALID_ARGUMENT, "direct: " + why);
   }
   const auto stream = static_cast<cudaStream_t>(a->stream);
-  if (ctx->mutant == kMutantRegrownStaging) return staged_call(*ctx, p, a->output, stream);
+  if (ctx->mutant == kMutantResizedStaging) return staged_call(*ctx, p, a->output, stream);
   const cudaError_t err = ctx->mutant != kMutantNone
                               ? launch_direct_a2a_mutant(p, ctx->mutant, stream,
                                                          &ctx->side[static_cast<size_t>(a->slot)])

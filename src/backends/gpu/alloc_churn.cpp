@@ -18,23 +18,56 @@ cudaError_t AllocChurn::release(cudaStream_t s) {
   return first;
 }
 
+namespace {
+
+uint64_t pool_bytes(cudaMemPool_t pool, cudaMemPoolAttr attr) {
+  uint64_t v = 0;
+  return cudaMemPoolGetAttribute(pool, attr, &v) == cudaSuccess ? v : 0;
+}
+
+size_t pow2_floor(uint64_t v) { return v == 0 ? 0 : size_t{1} << (63 - __builtin_clzll(v)); }
+
+}  // namespace
+
+// The new blocks first, then the previous ones freed: so the new ones come
+// from whatever was free before (a block a kernel just gave back included),
+// not from the previous churn blocks.
 cudaError_t AllocChurn::after_capture(size_t call_bytes, cudaStream_t s) {
-  if (cudaError_t err = release(s); err != cudaSuccess) return err;
+  std::vector<Block> previous;
+  previous.swap(blocks_);
   const size_t top = std::clamp(call_bytes, kMinBytes, kMaxBytes);
   Block whole{nullptr, top, false};
-  if (cudaError_t err = cudaMalloc(&whole.ptr, whole.bytes); err != cudaSuccess) return err;
-  blocks_.push_back(whole);
-  for (size_t bytes = kMinBytes; bytes <= top; bytes *= 2) {
-    Block b{nullptr, bytes, true};
-    if (cudaError_t err = cudaMallocAsync(&b.ptr, bytes, s); err != cudaSuccess) return err;
+  cudaError_t err = cudaMalloc(&whole.ptr, whole.bytes);
+  if (err == cudaSuccess) blocks_.push_back(whole);
+  int device = 0;
+  cudaMemPool_t pool = nullptr;
+  if (err == cudaSuccess) err = cudaGetDevice(&device);
+  if (err == cudaSuccess) err = cudaDeviceGetMemPool(&pool, device);
+  // The pool's free bytes (reserved, not in use), soaked up in blocks of the
+  // largest power of two that fits, until less than the smallest is left. A
+  // block the pool had to grow for means no free region was that large: the
+  // following blocks are at most half its size.
+  size_t limit = kMaxBytes;
+  for (int n = 0; err == cudaSuccess && n < kMaxPoolBlocks; ++n) {
+    const uint64_t reserved = pool_bytes(pool, cudaMemPoolAttrReservedMemCurrent);
+    const uint64_t used = pool_bytes(pool, cudaMemPoolAttrUsedMemCurrent);
+    Block b{nullptr, std::min(limit, pow2_floor(reserved > used ? reserved - used : 0)), true};
+    if (b.bytes < kMinBytes) break;
+    err = cudaMallocAsync(&b.ptr, b.bytes, s);
+    if (err != cudaSuccess) break;
     blocks_.push_back(b);
+    if (pool_bytes(pool, cudaMemPoolAttrReservedMemCurrent) > reserved) limit = b.bytes / 2;
   }
   for (const Block& b : blocks_) {
-    if (cudaError_t err = cudaMemsetAsync(b.ptr, kGuardCanary, b.bytes, s); err != cudaSuccess) {
-      return err;
-    }
+    if (err != cudaSuccess) break;
+    err = cudaMemsetAsync(b.ptr, kGuardCanary, b.bytes, s);
   }
-  return cudaSuccess;
+  std::vector<Block> fresh;
+  fresh.swap(blocks_);
+  blocks_.swap(previous);
+  const cudaError_t freed = release(s);
+  blocks_.swap(fresh);
+  return err != cudaSuccess ? err : freed;
 }
 
 cudaError_t AllocChurn::damage(cudaStream_t s, std::vector<std::string>* out) {

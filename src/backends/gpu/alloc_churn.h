@@ -2,11 +2,11 @@
 // keeps the addresses it was captured with, and memory freed after the capture
 // is handed out again). After each capture the previous blocks are freed and
 // new ones allocated and filled with the canary: one with cudaMalloc as large
-// as the call's buffers, and a ladder from the device's stream-ordered pool
-// (cudaMallocAsync: what a framework allocator built on it hands out) of
-// 4 KiB, 8 KiB, ... up to that size, so a freed block of any size is likely
-// handed to one of them. A graph that still writes a block it freed damages a
-// canary; damage() finds it after the batch.
+// as the call's buffers, and from the device's stream-ordered pool
+// (cudaMallocAsync: what a framework allocator built on it hands out) every
+// free byte the pool holds, in halving blocks: a block a kernel gave back to
+// the pool is handed to churn. A graph that still writes a block it freed
+// damages a canary; damage() finds it after the batch.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -19,7 +19,8 @@ namespace dcp {
 class AllocChurn {
  public:
   static constexpr size_t kMaxBytes = size_t{64} << 20;  // per block, and the ladder's top
-  static constexpr size_t kMinBytes = size_t{4} << 10;   // the ladder's first rung
+  static constexpr size_t kMinBytes = size_t{4} << 10;   // the smallest pool block
+  static constexpr int kMaxPoolBlocks = 64;
 
   AllocChurn() = default;
   ~AllocChurn() { release(nullptr); }
