@@ -109,25 +109,33 @@ start_mps_run() {
   sample_mps
 }
 
-# 1. The default suite at world 4 under MPS: passes, says so, cleans up.
+# 1. The default suite at world 4 under MPS: passes, says so, cleans up. Its
+# SM-pressure cases are skipped by name when the 4 ranks share one GPU
+# (src/wire/pressure_rule.h); with more GPUs they run.
 n=$(num_cases "${KIMI4[@]}")
+n_skip=0
+((NUM_GPUS == 1)) && n_skip=$(num_cases "${KIMI4[@]}" --filter press)
 SEEN_MPS=()
 start_dcp mps_on "${KIMI4[@]}" --mps on --json "$WORK/mps_on.json"
 finish_dcp 300
 WALL_ON=$ELAPSED
 RC_ON=$RC
-expect_rc mps_on 0 "world 4 kimi default suite ($n cases) with --mps on" && expect_pass_verdict mps_on "$n"
+expect_rc mps_on 0 "world 4 kimi default suite ($n cases) with --mps on" &&
+  expect_pass_verdict mps_on "$n" "$n_skip"
+expect_output mps_on "pressure cases skipped by name" \
+  "$( ((n_skip > 0)) && echo 'not run: SM pressure with 4 ranks' || echo '^PASS')"
 expect_output mps_on "the terminal summary says MPS on" '^backend gpu, kernel direct \(built-in\), MPS on'
 if [[ -s $WORK/mps_on.json ]]; then
-  py_checks mps_on "$WORK/mps_on.json" "$n" <<'PY'
-report, n = json.load(open(sys.argv[1])), int(sys.argv[2])
+  py_checks mps_on "$WORK/mps_on.json" "$n" "$n_skip" <<'PY'
+report, n, n_skip = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
 conf, env, counts = report["configuration"], report["environment"] or {}, report["counts"]
 check(conf["mps"] == "on", f"JSON: configuration.mps = {conf['mps']!r}")
 check(env.get("mps_mode", "").startswith("on") and "private daemon" in env.get("mps_mode", ""),
       f"JSON: environment.mps_mode = {env.get('mps_mode')!r} (want 'on: private daemon ...')")
 check(env.get("backend") == "gpu" and env.get("ranks_share_gpu") is True,
       f"JSON: backend {env.get('backend')!r}, ranks share a GPU: {env.get('ranks_share_gpu')}")
-check(counts["total"] == counts["passed"] == n, f"JSON: {counts}, want all {n} passed")
+check(counts["total"] == n and counts["passed"] == n - n_skip and counts["skipped"] == n_skip,
+      f"JSON: {counts}, want {n - n_skip} of {n} passed, {n_skip} skipped")
 print(f"note: JSON wall_s {report['wall_s']:.1f}")
 PY
 else
