@@ -33,6 +33,22 @@ run() {  # run NAME ARGS...: expects exit 0, prints the verdict line and wall ti
 
 run w2 --backend host --world 2 --geometry tiny
 run w4 --backend host --world 4 --geometry tiny
+
+# The init-fault cases do what their ids say: a late init delays its case by
+# its delay (2 s here), a failed one is agreed and the case still passes.
+late=dcp2-tiny-bf16-lsefp32-base2-t5-contig-emptynone-ub1-eager2-initlate2000-s000001
+for id in "$late" "${late/initlate2000/initfail}"; do
+  name=${id#*eager2-}
+  start_ns=$(date +%s%N)
+  run "${name%-s*}" replay "w2-$id" --backend host
+  ms=$((($(date +%s%N) - start_ns) / 1000000))
+  if [[ $id == *initlate2000* ]] && ((ms < 2000)); then
+    fail "the initlate2000 case took $ms ms: was the init delayed?"
+  fi
+  if [[ $id == *initfail* ]] && ((ms >= 2000)); then
+    fail "the initfail case took $ms ms: did a rank wait for the failed one?"
+  fi
+done
 cd "$WORK" || exit 1
 run kimi --world 4 --geometry kimi --backend host --junit out.xml --json out.json
 

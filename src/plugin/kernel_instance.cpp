@@ -187,7 +187,7 @@ void KernelInstance::init(const std::vector<dcpRegion_v1>& regions, Rendezvous& 
     context_ = ctx;
     initialised_ = true;  // finalize runs even if a peer failed
   }
-  group_init.agree(st, message);
+  group_init.agree(st, message, inject.fault == InitFault::kFail);
 }
 
 void init_with_fault(const Case& c, int group_rank, const std::function<void()>& drop,

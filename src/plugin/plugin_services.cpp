@@ -12,8 +12,9 @@ namespace dcp {
 namespace {
 
 // Contributions of one round: 'S' + hex data (a service allgather), or
-// 'D' + status digit + cause + message (init finished; cause 'R' for a root
-// failure, 'P' for one that followed from a peer's, seen in a service call).
+// 'D' + status digit + cause + message (init finished; cause 'I' for a
+// failure dcp-check injected, 'R' for a root failure, 'P' for one that
+// followed from a peer's, seen in a service call).
 constexpr char kService = 'S';
 constexpr char kDone = 'D';
 
@@ -84,20 +85,24 @@ void GroupInit::log_cb(void* handle, int32_t level, const char* message) {
   if (self->log_ && message != nullptr) self->log_(level, message);
 }
 
-void GroupInit::agree(dcpStatus_t status, const std::string& message) {
+void GroupInit::agree(dcpStatus_t status, const std::string& message, bool injected) {
   std::string text = message;
   if (status != DCP_STATUS_OK && !broken_.empty() && text.empty()) text = broken_;
-  const char cause = broken_by_peer_ ? 'P' : 'R';
+  const char cause = injected ? 'I' : broken_by_peer_ ? 'P' : 'R';
   const std::string mine = fmt::format("{}{}{}{}", kDone, static_cast<int>(status), cause, text);
   while (true) {
     const std::vector<std::string> all = round(mine);
     bool everyone_done = true;
     for (const std::string& s : all) everyone_done = everyone_done && !s.empty() && s[0] == kDone;
     if (!everyone_done) continue;  // a peer is still in init: it sees our 'D' and finishes
-    // The lowest-ranked root failure, else the lowest-ranked failure.
+    // The lowest-ranked injected failure, else root failure, else failure.
     int culprit = -1;
-    for (size_t i = 0; i < all.size() && culprit < 0; ++i) {
-      if (all[i].size() > 2 && all[i][1] - '0' != DCP_STATUS_OK && all[i][2] == 'R') culprit = i;
+    for (const char want : {'I', 'R'}) {
+      for (size_t i = 0; i < all.size() && culprit < 0; ++i) {
+        if (all[i].size() > 2 && all[i][1] - '0' != DCP_STATUS_OK && all[i][2] == want) {
+          culprit = static_cast<int>(i);
+        }
+      }
     }
     for (size_t i = 0; i < all.size() && culprit < 0; ++i) {
       if (all[i].size() > 2 && all[i][1] - '0' != DCP_STATUS_OK) culprit = i;

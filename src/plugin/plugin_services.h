@@ -28,9 +28,13 @@ class GroupInit {
 
   // Call once the plugin's init returned `status` (with its last_error text).
   // Returns when every rank's init succeeded. Otherwise throws, on every rank,
-  // with the lowest failing group rank's message: UsageError when it said
-  // UNSUPPORTED or INVALID_ARGUMENT, KernelFault otherwise.
-  void agree(dcpStatus_t status, const std::string& message);
+  // with the failure of the lowest group rank whose failure was injected by
+  // dcp-check (`injected`: an init-fault case), else of the lowest whose was
+  // its own (not one that followed from a peer's), else of the lowest:
+  // UsageError when it said UNSUPPORTED or INVALID_ARGUMENT, KernelFault
+  // otherwise. (A peer that timed out waiting for an injected failure is not
+  // the cause.)
+  void agree(dcpStatus_t status, const std::string& message, bool injected = false);
 
  private:
   static dcpStatus_t allgather_cb(void* handle, const void* send, size_t bytes, void* recv);

@@ -52,9 +52,11 @@ struct Outcome {
   bool usage = false;
 };
 
-// Runs `init(rank, services)` on n threads, then the agreement, as the worker does.
+// Runs `init(rank, services)` on n threads, then the agreement, as the worker
+// does; rank `injected`'s failure is dcp-check's (an init-fault case).
 std::vector<Outcome> run_group(
-    int n, const std::function<dcpStatus_t(int, const dcpHostServices_v1*, std::string*)>& init) {
+    int n, const std::function<dcpStatus_t(int, const dcpHostServices_v1*, std::string*)>& init,
+    int injected = -1) {
   ThreadRendezvous rdv(n);
   std::vector<int> members;
   for (int i = 0; i < n; ++i) members.push_back(10 + i);
@@ -67,7 +69,7 @@ std::vector<Outcome> run_group(
       std::string msg;
       const dcpStatus_t st = init(r, g.services(), &msg);
       try {
-        g.agree(st, msg);
+        g.agree(st, msg, r == injected);
         out[r].ok = true;
       } catch (const UsageError& e) {
         out[r].usage = true;
@@ -79,6 +81,33 @@ std::vector<Outcome> run_group(
   }
   for (auto& t : threads) t.join();
   return out;
+}
+
+TEST_CASE("an injected init failure is the cause, not a lower rank's own failure waiting for it") {
+  // Rank 0 waits for its peers outside the services with a bound, gives up
+  // and fails on its own ('R'); rank 2's failure is injected: rank 2 is named.
+  const auto out = run_group(
+      3,
+      [](int r, const dcpHostServices_v1*, std::string* msg) {
+        if (r == 1) return DCP_STATUS_OK;
+        *msg = r == 0 ? "timed out waiting for the peers" : "injected on rank 2";
+        return DCP_STATUS_INTERNAL;
+      },
+      /*injected=*/2);
+  for (const Outcome& o : out) {
+    CHECK_FALSE(o.ok);
+    CHECK_MESSAGE(o.message.find("rank 12 (group rank 2): injected on rank 2") != std::string::npos,
+                  o.message);
+  }
+  // Without the injection mark the lowest root failure is named, as before.
+  const auto plain = run_group(3, [](int r, const dcpHostServices_v1*, std::string* msg) {
+    if (r == 1) return DCP_STATUS_OK;
+    *msg = r == 0 ? "timed out waiting for the peers" : "injected on rank 2";
+    return DCP_STATUS_INTERNAL;
+  });
+  for (const Outcome& o : plain) {
+    CHECK(o.message.find("rank 10 (group rank 0): timed out") != std::string::npos);
+  }
 }
 
 TEST_CASE("init services: allgather and barrier over the group, then every rank proceeds") {

@@ -221,7 +221,9 @@ std::optional<CaseFailure> Session::Impl::find_failure(
     return w.result && !w.result->error.empty();
   });
   if (any_error && !first_error) first_error = now;
-  const double deadline_s = config.timeout_s + kDeadlineGraceS;
+  // A late init (initlate) keeps every rank of the group silent that long.
+  const double deadline_s = config.timeout_s + kDeadlineGraceS +
+                            (c.init_fault == InitFault::kLate ? c.init_late_ms / 1000.0 : 0.0);
   for (WorkerState& w : workers) {
     if (w.result) continue;
     const double silent_s = seconds_since(w.last_activity);

@@ -8,14 +8,20 @@
 
 namespace dcp {
 
-cudaError_t AllocChurn::release(cudaStream_t s) {
+cudaError_t AllocChurn::free_blocks(std::vector<Block>& blocks, cudaStream_t s) {
   cudaError_t first = cudaSuccess;
-  for (const Block& b : blocks_) {
+  for (const Block& b : blocks) {
     const cudaError_t err = b.pooled ? cudaFreeAsync(b.ptr, s) : cudaFree(b.ptr);
     if (first == cudaSuccess) first = err;
   }
-  blocks_.clear();
+  blocks.clear();
   return first;
+}
+
+cudaError_t AllocChurn::release(cudaStream_t s) {
+  const cudaError_t retired = free_blocks(retired_, s);
+  const cudaError_t live = free_blocks(blocks_, s);
+  return retired != cudaSuccess ? retired : live;
 }
 
 namespace {
@@ -29,12 +35,13 @@ size_t pow2_floor(uint64_t v) { return v == 0 ? 0 : size_t{1} << (63 - __builtin
 
 }  // namespace
 
-// The new blocks first, then the previous ones freed: so the new ones come
-// from whatever was free before (a block a kernel just gave back included),
-// not from the previous churn blocks.
+// The previous blocks stay allocated (retired) until damage() checked them:
+// so the new ones come from whatever was free (a block a kernel just gave
+// back included), not from the previous churn blocks, and a replay that wrote
+// a previous block before this capture is still seen.
 cudaError_t AllocChurn::after_capture(size_t call_bytes, cudaStream_t s) {
-  std::vector<Block> previous;
-  previous.swap(blocks_);
+  retired_.insert(retired_.end(), blocks_.begin(), blocks_.end());
+  blocks_.clear();
   const size_t top = std::clamp(call_bytes, kMinBytes, kMaxBytes);
   Block whole{nullptr, top, false};
   cudaError_t err = cudaMalloc(&whole.ptr, whole.bytes);
@@ -62,17 +69,14 @@ cudaError_t AllocChurn::after_capture(size_t call_bytes, cudaStream_t s) {
     if (err != cudaSuccess) break;
     err = cudaMemsetAsync(b.ptr, kGuardCanary, b.bytes, s);
   }
-  std::vector<Block> fresh;
-  fresh.swap(blocks_);
-  blocks_.swap(previous);
-  const cudaError_t freed = release(s);
-  blocks_.swap(fresh);
-  return err != cudaSuccess ? err : freed;
+  return err;
 }
 
 cudaError_t AllocChurn::damage(cudaStream_t s, std::vector<std::string>* out) {
   std::vector<uint8_t> host;
-  for (const Block& b : blocks_) {
+  std::vector<Block> all = blocks_;
+  all.insert(all.end(), retired_.begin(), retired_.end());
+  for (const Block& b : all) {
     host.resize(b.bytes);
     if (cudaError_t err = cudaMemcpyAsync(host.data(), b.ptr, b.bytes, cudaMemcpyDeviceToHost, s);
         err != cudaSuccess) {
@@ -96,7 +100,8 @@ cudaError_t AllocChurn::damage(cudaStream_t s, std::vector<std::string>* out) {
       return err;
     }
   }
-  return cudaSuccess;
+  if (cudaError_t err = free_blocks(retired_, s); err != cudaSuccess) return err;
+  return cudaStreamSynchronize(s);  // refills and frees done before any other stream runs
 }
 
 }  // namespace dcp

@@ -23,19 +23,22 @@ class AllocChurn {
   static constexpr int kMaxPoolBlocks = 64;
 
   AllocChurn() = default;
-  ~AllocChurn() { release(nullptr); }
+  ~AllocChurn() { release(nullptr); }  // the backend syncs its streams first
   AllocChurn(const AllocChurn&) = delete;
   AllocChurn& operator=(const AllocChurn&) = delete;
 
-  // Frees the previous blocks and allocates new ones for a call of
-  // `call_bytes`, filled with the canary on `s` (before the replays that follow).
+  // Allocates new blocks for a call of `call_bytes`, filled with the canary
+  // on `s` (before the replays that follow); the previous ones are retired,
+  // still checked by the next damage() and freed only after it.
   cudaError_t after_capture(size_t call_bytes, cudaStream_t s);
-  // Appends one line per damaged block (refilled on `s`); the copies back
-  // synchronise `s`.
+  // Once every stream is idle: appends one line per damaged block, live or
+  // retired (each damaged one refilled), then frees the retired ones. Uses
+  // and synchronises `s`.
   cudaError_t damage(cudaStream_t s, std::vector<std::string>* out);
-  // Frees every block (on `s`, or synchronously when null).
+  // Frees every block, live and retired (ordered on `s`; every stream that
+  // used them must be idle).
   cudaError_t release(cudaStream_t s);
-  bool empty() const { return blocks_.empty(); }
+  bool empty() const { return blocks_.empty() && retired_.empty(); }
 
  private:
   struct Block {
@@ -43,7 +46,9 @@ class AllocChurn {
     size_t bytes = 0;
     bool pooled = false;  // cudaMallocAsync (else cudaMalloc)
   };
-  std::vector<Block> blocks_;
+  static cudaError_t free_blocks(std::vector<Block>& blocks, cudaStream_t s);
+  std::vector<Block> blocks_;   // from the last capture
+  std::vector<Block> retired_;  // from earlier captures, not checked since
 };
 
 }  // namespace dcp

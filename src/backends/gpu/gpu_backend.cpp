@@ -328,7 +328,7 @@ void GpuBackend::init_status() {
 void GpuBackend::init_kernel(int ctx, Rendezvous& rendezvous, const InitInjection& inject) {
   KernelContext& k = contexts_[static_cast<size_t>(ctx)];
   std::string suffix = ctx == 0 ? "" : fmt::format("/ctx{}", ctx);
-  if (inits_++ > 1) suffix += fmt::format("/init{}", inits_);  // a context made again
+  if (inits_++ > 0) suffix += fmt::format("/init{}", inits_);  // a context made again
   KernelGroup group = kernel_group(cfg_, cfg_.device, status_dev_);
   group.key += suffix;
   k.instance = std::make_unique<KernelInstance>(cfg_.kernel, group);
@@ -459,6 +459,18 @@ void GpuBackend::begin_case(const Case& c) {
             kMaxContexts);
   current_ = &c;
   sync_all();
+  // A case captures its own graphs: none replays a capture of another case,
+  // so what a graph set's replays read is what this case's captures left.
+  // Dropped first: they may refer to what a context re-made below frees.
+  for (auto& context : graphs_) {
+    for (auto& slot : context) {
+      for (SlotGraph& g : slot) {
+        g.exec.reset();
+        g.valid = false;
+      }
+    }
+  }
+  check(churn_.release(nullptr), "free churn blocks", false);
   if (c.init_fault != InitFault::kNone) restart_context(c);
   for (int k = 1; k < c.num_contexts; ++k) {
     KernelContext& context = contexts_[static_cast<size_t>(k)];
@@ -469,17 +481,6 @@ void GpuBackend::begin_case(const Case& c) {
       context.instance.reset();  // never half made: a later case would call it
       context.regions.clear();
       throw;
-    }
-  }
-  check(churn_.release(nullptr), "free churn blocks", false);
-  // A case captures its own graphs: none replays a capture of another case,
-  // so what a graph set's replays read is what this case's captures left.
-  for (auto& context : graphs_) {
-    for (auto& slot : context) {
-      for (SlotGraph& g : slot) {
-        g.exec.reset();
-        g.valid = false;
-      }
     }
   }
   for (const KernelContext& k : contexts_) {

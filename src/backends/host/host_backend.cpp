@@ -244,7 +244,7 @@ void HostBackend::init_model(const InitInjection& inject) {
     std::this_thread::sleep_for(std::chrono::milliseconds(inject.late_ms));
   }
   if (inject.fault == InitFault::kFail) {
-    agreement.agree(DCP_STATUS_INTERNAL, injected_init_failure());
+    agreement.agree(DCP_STATUS_INTERNAL, injected_init_failure(), /*injected=*/true);
     return;  // not reached: agree throws the injected failure
   }
   if (k.mutant == kHostMutantUnboundedInitHandshake) hello_handshake();
@@ -322,6 +322,7 @@ void HostBackend::begin_case(const Case& c) {
           init_model(inject);
         });
     for (int s = 0; s < kMaxSlots; ++s) restart_slot_record(*status_, s, 0);
+    call_tokens_[0] = {};  // what the fresh context's call() left: nothing yet
   }
   for (auto& per_ctx : captured_) {
     for (auto& captured : per_ctx) captured.clear();  // a case captures its own graphs

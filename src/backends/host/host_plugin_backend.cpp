@@ -79,7 +79,7 @@ void HostPluginBackend::make_context(int ctx, Rendezvous& rendezvous,
   KernelGroup group =
       kernel_group(config_, -1, config_.status != nullptr ? config_.status : &local_status_);
   if (ctx > 0) group.key += fmt::format("/ctx{}", ctx);
-  if (inits_++ > 1) group.key += fmt::format("/init{}", inits_);  // a context made again
+  if (inits_++ > 0) group.key += fmt::format("/init{}", inits_);  // a context made again
   k->instance = std::make_unique<KernelInstance>(config_.kernel, group);
   const std::vector<dcpRegionRequest_v1> requests = k->instance->query_workspace(rendezvous);
 
