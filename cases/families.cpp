@@ -40,9 +40,9 @@ const std::vector<CaseFamily>& case_families() {
          return c.mode == ExecMode::kGraphSet && graph_set_tokens(c).size() >= 2;
        }},
       {"allocation-churn",
-       "the two-slot graph-set cases: after each capture device memory is freed and allocated "
-       "again (cudaMalloc, and a ladder of sizes from the device's stream-ordered pool), kept "
-       "filled with a canary checked after every batch (GPU only: the host model has no graphs)",
+       "the two-slot graph-set cases: after each capture a cudaMalloc block and every free byte "
+       "of the device's stream-ordered pool are allocated, kept filled with a canary checked "
+       "after every batch (GPU only: the host model has no graphs)",
        "a graph that still writes a block freed after its capture, e.g. a staging buffer "
        "reallocated for another T (resized-staging)",
        [](const Case& c) { return c.churn; }},

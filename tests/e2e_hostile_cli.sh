@@ -120,7 +120,8 @@ done
 grep -q "Exit codes" <("$BIN" --help) || { echo "FAIL: --help lists no exit codes"; failures=$((failures + 1)); }
 # The families, with their counts: the default suite has 2 capacity cases per group size.
 families=$("$BIN" list --world 4 --geometry tiny --families)
-for f in capacity epoch-2^31 epoch-2^32 guard-zones slow-producer producer-pdl graph-set; do
+for f in capacity epoch-2^31 epoch-2^32 guard-zones slow-producer producer-pdl graph-set \
+  allocation-churn sm-pressure input-reuse two-contexts init-faults; do
   grep -q "^$f " <<<"$families" || { echo "FAIL: list --families lacks $f"; failures=$((failures + 1)); }
 done
 grep -Eq '^capacity +4 of ' <<<"$families" ||
@@ -137,6 +138,11 @@ grep -q "^# capabilities: .*pdl" <("$BIN" list --world 2 --kernel direct --filte
 # The graph-set family: per group size (4 and 2), two slot counts, T = 32 and 17.
 grep -Eq '^graph-set +8 of ' <<<"$families" ||
   { echo "FAIL: list --families: want 8 graph-set cases at world 4: $families"; failures=$((failures + 1)); }
+# Per group size: 2 churn cases (the two-slot graph sets), 4 init-fault cases.
+grep -Eq '^allocation-churn +4 of ' <<<"$families" ||
+  { echo "FAIL: list --families: want 4 allocation-churn cases at world 4: $families"; failures=$((failures + 1)); }
+grep -Eq '^init-faults +8 of ' <<<"$families" ||
+  { echo "FAIL: list --families: want 8 init-faults cases at world 4: $families"; failures=$((failures + 1)); }
 grep -q -- "--inject-fault" <("$BIN" run --help) && { echo "FAIL: --inject-fault is not hidden"; failures=$((failures + 1)); }
 
 echo "${#CASES[@]} malformed invocations, $failures failures"

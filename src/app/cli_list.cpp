@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "cli.h"
 #include "cli_common.h"
 #include "families.h"
@@ -26,11 +28,13 @@ void print_geometries() {
 
 // Each family with the number of the selected suite's cases in it.
 void print_families(const std::vector<Case>& cases) {
+  size_t width = 0;
+  for (const CaseFamily& f : case_families()) width = std::max(width, f.name.size());
   for (const CaseFamily& f : case_families()) {
     size_t n = 0;
     for (const Case& c : cases) n += f.member(c) ? 1 : 0;
-    fmt::print("{:<13} {:>4} of {} cases  {}\n{:<13} catches: {}\n", f.name, n, cases.size(), f.what,
-               "", f.catches);
+    fmt::print("{:<{}} {:>4} of {} cases  {}\n{:<{}} catches: {}\n", f.name, width, n, cases.size(),
+               f.what, "", width, f.catches);
   }
 }
 
