@@ -17,10 +17,29 @@ namespace {
 
 size_t page_size() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
 
+// One slot per (dcp size, group index): index dcp_size * world + group_idx.
+size_t barrier_slots(int world) { return static_cast<size_t>(world + 1) * world; }
+
 }  // namespace
 
 std::string StatusBoard::shm_name(const std::string& run_id) {
   return fmt::format("/dcp-check-{}-status", run_id);
+}
+
+size_t StatusBoard::bytes_for(int world) {
+  const size_t slots = sizeof(BarrierSlot) * barrier_slots(world);
+  return entry_stride_bytes() * static_cast<size_t>(world) +
+         (slots + page_size() - 1) / page_size() * page_size();
+}
+
+BarrierSlot* StatusBoard::barrier_slot(int dcp_size, int group_idx) const {
+  const size_t index = static_cast<size_t>(dcp_size) * world_ + group_idx;
+  DCP_CHECK(dcp_size >= 1 && dcp_size <= world_ && group_idx >= 0 && index < barrier_slots(world_),
+            HarnessError, "no barrier slot for group {} of size {} at world {}", group_idx,
+            dcp_size, world_);
+  auto* first = reinterpret_cast<BarrierSlot*>(static_cast<char*>(base_) +
+                                               entry_stride_bytes() * static_cast<size_t>(world_));
+  return first + index;
 }
 
 size_t StatusBoard::entry_stride_bytes() {
@@ -32,7 +51,7 @@ StatusBoard StatusBoard::create(const std::string& run_id, int world) {
   StatusBoard board;
   board.name_ = shm_name(run_id);
   board.world_ = world;
-  board.bytes_ = entry_stride_bytes() * static_cast<size_t>(world);
+  board.bytes_ = bytes_for(world);
   int fd = shm_open(board.name_.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   DCP_CHECK(fd >= 0, HarnessError, "cannot create shared memory {}: {}", board.name_,
             std::strerror(errno));
@@ -55,7 +74,7 @@ StatusBoard StatusBoard::open(const std::string& run_id, int world) {
   StatusBoard board;
   board.name_ = shm_name(run_id);
   board.world_ = world;
-  board.bytes_ = entry_stride_bytes() * static_cast<size_t>(world);
+  board.bytes_ = bytes_for(world);
   int fd = shm_open(board.name_.c_str(), O_RDWR | O_CLOEXEC, 0600);
   DCP_CHECK(fd >= 0, HarnessError, "cannot open shared memory {}: {}", board.name_,
             std::strerror(errno));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "group_barrier.h"
 #include "wait_status.h"
 
 namespace dcp {
@@ -22,6 +23,7 @@ class StatusBoard {
   static StatusBoard open(const std::string& run_id, int world);
   static std::string shm_name(const std::string& run_id);
   static size_t entry_stride_bytes();  // the page size
+  static size_t bytes_for(int world);   // rank entries, then the barrier slots
 
   StatusBoard(StatusBoard&& other) noexcept;
   StatusBoard& operator=(StatusBoard&& other) noexcept;
@@ -37,6 +39,9 @@ class StatusBoard {
   // kernel's, not ours, and a hang names the function.
   volatile uint32_t* in_kernel(int rank) const;
   static constexpr size_t kInKernelOffset = 2048;
+  // The barrier slot of DCP group `group_idx` of size `dcp_size` (after the
+  // rank entries; zeroed by create).
+  BarrierSlot* barrier_slot(int dcp_size, int group_idx) const;
   int world() const { return world_; }
 
  private:

@@ -19,6 +19,7 @@
 #include "errors.h"
 #include "exit_code.h"
 #include "gpu_backend.h"
+#include "group_barrier.h"
 #include "host_backend.h"
 #include "impl_agreement.h"
 #include "socket_channel.h"
@@ -98,6 +99,7 @@ class Worker {
   // case (it is then kept in early_), so this case's last check can finish on
   // the finisher thread while the next case runs.
   bool next_case_waiting();
+  void group_barrier(const std::string& key, const BackendConfig& bc);
   void send_result(int index, const RankCaseResult& result);
   void join_finisher();
   nlohmann::json run_bench(const nlohmann::json& request);  // worker_bench.h
@@ -276,9 +278,9 @@ RankCaseResult Worker::prepare_case(const Case& c, int case_index, const std::st
     auto [bc, backend] = backend_for(c, kernel);
     ctx.backend_config = bc;
     // The workspace is quiescent between the two barriers: begin_case may reset it.
-    rendezvous_->barrier(key + "-begin", bc->members);
+    group_barrier(key + "-begin", *bc);
     backend->begin_case(c);
-    rendezvous_->barrier(key + "-go", bc->members);
+    group_barrier(key + "-go", *bc);
     double barrier_ms = 0;
     barriers.lap(barrier_ms);
     run = std::make_unique<RankCaseRun>(c, *backend, ctx);
@@ -302,6 +304,21 @@ RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::s
   if (!run) return error;
   run->start();
   return run->finish();
+}
+
+// The group's barrier on the status board (group_barrier.h); while it waits
+// the socket is read as the rendezvous reads it (a case sent ahead is kept, a
+// shutdown ends the wait).
+void Worker::group_barrier(const std::string& key, const BackendConfig& bc) {
+  wait_group_barrier(*board_->barrier_slot(bc.dcp_size, bc.group_idx), bc.dcp_size, key,
+                     config_.gather_timeout_s, [this] {
+                       next_case_waiting();  // reads the socket into early_
+                       if (std::any_of(early_.begin(), early_.end(), [](const nlohmann::json& m) {
+                             return m.value("type", "") == "shutdown";
+                           })) {
+                         throw ShutdownRequested{};
+                       }
+                     });
 }
 
 bool Worker::next_case_waiting() {
