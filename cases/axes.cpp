@@ -30,6 +30,7 @@ constexpr SpecialLse kSpecials[] = {SpecialLse::kNone,   SpecialLse::kEqual,  Sp
 constexpr ExecMode kModes[] = {ExecMode::kEager, ExecMode::kGraph, ExecMode::kPipelined,
                                ExecMode::kMixed, ExecMode::kGraphSet};
 constexpr Producer kProducers[] = {Producer::kDefault, Producer::kSlow, Producer::kSlowPdl};
+constexpr InitFault kInitFaults[] = {InitFault::kNone, InitFault::kFail, InitFault::kLate};
 
 // ---- id tokens ----
 
@@ -779,12 +780,9 @@ std::vector<AxisDesc> make_table() {
        },
        .from_json = [](const json& j, Case& c) {
          const std::string f = j.value("init_fault", std::string("none"));
-         if (f != "none" && f != "fail" && f != "late") {
-           throw std::invalid_argument(fmt::format("bad init_fault '{}'", f));
-         }
-         c.init_fault = f == "fail" ? InitFault::kFail
-                        : f == "late" ? InitFault::kLate
-                                      : InitFault::kNone;
+         const auto v = lookup(f, kInitFaults);
+         if (!v) throw std::invalid_argument(fmt::format("bad init_fault '{}'", f));
+         c.init_fault = *v;
          c.init_late_ms = j.value("init_late_ms", 0);
        },
        .label = [](const Case& c) {

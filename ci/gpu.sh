@@ -101,34 +101,20 @@ step_plugin() {
 # cases and survives every other case (w2 time-sliced, w4 kimi under MPS),
 # then the whole self-test at w4 kimi under MPS.
 step_families() {
-  local w args
+  local w args pair mutant token
   for w in 2 4; do
     args=(--world "$w" --fast --no-upstream)
     [[ $w -eq 4 ]] && args+=(--geometry kimi --mps on)
-    run_expect "w$w no-grid-dependency-wait by prodpdl" 0 selftest "${args[@]}" \
-      --mutants no-grid-dependency-wait --filter prodpdl
-    run_expect "w$w no-grid-dependency-wait without" 1 selftest "${args[@]}" \
-      --mutants no-grid-dependency-wait --filter '^((?!prodpdl).)*$'
-    run_expect "w$w host-mapped-params by graphs" 0 selftest "${args[@]}" \
-      --mutants host-mapped-params --filter graphs
-    run_expect "w$w host-mapped-params without" 1 selftest "${args[@]}" \
-      --mutants host-mapped-params --filter '^((?!graphs).)*$'
-    run_expect "w$w unjoined-side-stream by reuse" 0 selftest "${args[@]}" \
-      --mutants unjoined-side-stream --filter reuse
-    run_expect "w$w unjoined-side-stream without" 1 selftest "${args[@]}" \
-      --mutants unjoined-side-stream --filter '^((?!reuse).)*$'
-    run_expect "w$w global-recv-buffers by ctx2" 0 selftest "${args[@]}" \
-      --mutants global-recv-buffers --filter ctx2
-    run_expect "w$w global-recv-buffers without" 1 selftest "${args[@]}" \
-      --mutants global-recv-buffers --filter '^((?!ctx2).)*$'
-    run_expect "w$w unbounded-init-handshake by initfail" 0 selftest "${args[@]}" \
-      --mutants unbounded-init-handshake --filter initfail
-    run_expect "w$w unbounded-init-handshake without" 1 selftest "${args[@]}" \
-      --mutants unbounded-init-handshake --filter '^((?!initfail).)*$'
-    run_expect "w$w resized-staging by churn" 0 selftest "${args[@]}" \
-      --mutants resized-staging --filter churn
-    run_expect "w$w resized-staging without" 1 selftest "${args[@]}" \
-      --mutants resized-staging --filter '^((?!churn).)*$'
+    # MUTANT:TOKEN, where TOKEN is in the ids of the cases of its family.
+    for pair in no-grid-dependency-wait:prodpdl host-mapped-params:graphs \
+      unjoined-side-stream:reuse global-recv-buffers:ctx2 unbounded-init-handshake:initfail \
+      resized-staging:churn; do
+      mutant=${pair%%:*} token=${pair#*:}
+      run_expect "w$w $mutant by $token" 0 selftest "${args[@]}" \
+        --mutants "$mutant" --filter "$token"
+      run_expect "w$w $mutant without" 1 selftest "${args[@]}" \
+        --mutants "$mutant" --filter "^((?!$token).)*\$"
+    done
   done
   # Forward progress needs ranks that run at once: MPS on a shared GPU, where
   # pressure cases run with at most 2 ranks per GPU (src/wire/pressure_rule.h).

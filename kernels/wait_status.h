@@ -34,6 +34,11 @@ inline void restart_slot_record(WaitStatus& s, int slot, uint32_t epoch) {
   s.last_completed_epoch[slot] = epoch;
 }
 
+// Every slot's record restarted at `epoch` (a fresh context: its slots start there).
+inline void restart_slot_records(WaitStatus& s, uint32_t epoch) {
+  for (int slot = 0; slot < kMaxSlots; ++slot) restart_slot_record(s, slot, epoch);
+}
+
 // What a rank's in_kernel mark says it is inside.
 enum InKernelMark : uint32_t {
   kInKernelNone = 0,
@@ -45,5 +50,22 @@ enum InKernelMark : uint32_t {
 inline const char* in_kernel_function(uint32_t mark) {
   return mark == kInKernelInit ? "init" : mark == kInKernelFinalize ? "finalize" : "";
 }
+
+// Sets the status-board mark (when there is one) for the duration of one
+// function of the kernel under test.
+class InKernelScope {
+ public:
+  explicit InKernelScope(volatile uint32_t* mark, uint32_t what = kInKernelOther) : mark_(mark) {
+    if (mark_ != nullptr) *mark_ = what;
+  }
+  ~InKernelScope() {
+    if (mark_ != nullptr) *mark_ = kInKernelNone;
+  }
+  InKernelScope(const InKernelScope&) = delete;
+  InKernelScope& operator=(const InKernelScope&) = delete;
+
+ private:
+  volatile uint32_t* mark_;
+};
 
 }  // namespace dcp

@@ -15,22 +15,6 @@
 namespace dcp {
 namespace {
 
-// Sets the status-board mark for the duration of one plugin function.
-class InKernel {
- public:
-  explicit InKernel(volatile uint32_t* mark, uint32_t what = kInKernelOther) : mark_(mark) {
-    if (mark_ != nullptr) *mark_ = what;
-  }
-  ~InKernel() {
-    if (mark_ != nullptr) *mark_ = 0;
-  }
-  InKernel(const InKernel&) = delete;
-  InKernel& operator=(const InKernel&) = delete;
-
- private:
-  volatile uint32_t* mark_;
-};
-
 std::string request_summary(const std::vector<dcpRegionRequest_v1>& rs) {
   std::string s;
   for (const auto& r : rs) {
@@ -103,14 +87,14 @@ KernelInstance::KernelInstance(std::shared_ptr<const LoadedKernel> kernel, const
 
 KernelInstance::~KernelInstance() {
   if (!initialised_) return;
-  InKernel mark(group_.in_kernel, kInKernelFinalize);
+  InKernelScope mark(group_.in_kernel, kInKernelFinalize);
   table().finalize(context_);
 }
 
 std::string KernelInstance::last_error() const {
   const char* e = nullptr;
   {
-    InKernel mark(group_.in_kernel);
+    InKernelScope mark(group_.in_kernel);
     e = table().last_error(context_);
   }
   if (e == nullptr || *e == '\0') return "no message";
@@ -126,7 +110,7 @@ std::vector<dcpRegionRequest_v1> KernelInstance::query_workspace(Rendezvous& ren
   int32_t n = -1;
   dcpStatus_t st;
   {
-    InKernel mark(group_.in_kernel);
+    InKernelScope mark(group_.in_kernel);
     st = table().get_workspace(&config_, requests.data(), DCP_MAX_REGIONS, &n);
   }
   const std::string who = fmt::format("--kernel {}", info().spec);
@@ -173,7 +157,7 @@ void KernelInstance::init(const std::vector<dcpRegion_v1>& regions, Rendezvous& 
   if (inject.fault == InitFault::kFail) {
     message = injected_init_failure();  // the kernel's init is never called on this rank
   } else {
-    InKernel mark(group_.in_kernel, kInKernelInit);
+    InKernelScope mark(group_.in_kernel, kInKernelInit);
     st = table().init(&config_, regions.data(), static_cast<int32_t>(regions.size()),
                       group_init.services(), &ctx);
   }
@@ -224,7 +208,7 @@ std::string injected_init_failure() {
 void KernelInstance::call(const dcpCallArgs_v1& args, const char* what) {
   dcpStatus_t st;
   {
-    InKernel mark(group_.in_kernel);
+    InKernelScope mark(group_.in_kernel);
     st = table().call(context_, &args);
   }
   if (st == DCP_STATUS_OK) return;
@@ -240,7 +224,7 @@ void KernelInstance::set_epoch(int slot, uint64_t epoch, void* stream) {
             info().name);
   dcpStatus_t st;
   {
-    InKernel mark(group_.in_kernel);
+    InKernelScope mark(group_.in_kernel);
     st = table().set_epoch(context_, slot, epoch, stream);
   }
   if (st != DCP_STATUS_OK) {

@@ -95,17 +95,15 @@ void GroupInit::agree(dcpStatus_t status, const std::string& message, bool injec
     bool everyone_done = true;
     for (const std::string& s : all) everyone_done = everyone_done && !s.empty() && s[0] == kDone;
     if (!everyone_done) continue;  // a peer is still in init: it sees our 'D' and finishes
-    // The lowest-ranked injected failure, else root failure, else failure.
+    // The lowest-ranked injected failure, else root failure, else any ('*').
     int culprit = -1;
-    for (const char want : {'I', 'R'}) {
+    for (const char want : {'I', 'R', '*'}) {
       for (size_t i = 0; i < all.size() && culprit < 0; ++i) {
-        if (all[i].size() > 2 && all[i][1] - '0' != DCP_STATUS_OK && all[i][2] == want) {
+        if (all[i].size() > 2 && all[i][1] - '0' != DCP_STATUS_OK &&
+            (want == '*' || all[i][2] == want)) {
           culprit = static_cast<int>(i);
         }
       }
-    }
-    for (size_t i = 0; i < all.size() && culprit < 0; ++i) {
-      if (all[i].size() > 2 && all[i][1] - '0' != DCP_STATUS_OK) culprit = i;
     }
     if (culprit >= 0) {
       const size_t i = culprit;

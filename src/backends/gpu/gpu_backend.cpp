@@ -370,9 +370,7 @@ void GpuBackend::restart_context(const Case& c) {
       [this](const InitInjection& inject) { init_kernel(0, *rendezvous_, inject); });
   warmed_[0] = {};
   pressure_warmed_.clear();
-  for (int slot = 0; status_host_ != nullptr && slot < kMaxSlots; ++slot) {
-    restart_slot_record(*status_host_, slot, 0);
-  }
+  if (status_host_ != nullptr) restart_slot_records(*status_host_, 0);
 }
 
 // Every region on every rank, in request order (a collective: the requests

@@ -260,14 +260,13 @@ void HostBackend::hello_handshake() {
                                               SegmentLayout::kHelloOffset);
     return std::atomic_ref<uint32_t>(words[peer]);
   };
-  if (config_.in_kernel != nullptr) *config_.in_kernel = kInKernelInit;
+  const InKernelScope mark(config_.in_kernel, kInKernelInit);
   for (int p = 0; p < config_.dcp_size; ++p) hello(p, me_).store(1, std::memory_order_release);
   for (int p = 0; p < config_.dcp_size; ++p) {
     while (hello(me_, p).load(std::memory_order_acquire) != 1) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
-  if (config_.in_kernel != nullptr) *config_.in_kernel = kInKernelNone;
 }
 
 // Each context's segments are checked against /dev/shm's free space as they are made.
@@ -321,7 +320,7 @@ void HostBackend::begin_case(const Case& c) {
           map_context(0, *rendezvous_);
           init_model(inject);
         });
-    for (int s = 0; s < kMaxSlots; ++s) restart_slot_record(*status_, s, 0);
+    restart_slot_records(*status_, 0);
     call_tokens_[0] = {};  // what the fresh context's call() left: nothing yet
   }
   for (auto& per_ctx : captured_) {

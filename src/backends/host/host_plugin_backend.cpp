@@ -155,8 +155,7 @@ void HostPluginBackend::begin_case(const Case& c) {
     init_with_fault(
         c, config_.group_rank, [this] { contexts_[0].reset(); },
         [this](const InitInjection& inject) { make_context(0, *rendezvous_, inject); });
-    WaitStatus& record = config_.status != nullptr ? *config_.status : local_status_;
-    for (int slot = 0; slot < kMaxSlots; ++slot) restart_slot_record(record, slot, 0);
+    restart_slot_records(config_.status != nullptr ? *config_.status : local_status_, 0);
   }
   for (int k = 1; k < c.num_contexts; ++k) {
     if (contexts_[static_cast<size_t>(k)] == nullptr) make_context(k, *rendezvous_);
