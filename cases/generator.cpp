@@ -1,13 +1,10 @@
 // Counter-based inputs. Every value is a pure function of (seed, group, op,
-// source, tensor, element index): keys are derived once per op and source, and
-// each element costs one SplitMix64 step plus a float rounding, so the
-// reference can regenerate W sources x T x H x D values per call cheaply.
-//
-// Output rows are generated several elements at a time (output_lanes in
-// generator_lanes.h, which the checker also uses); the scalar formula
-// (output_float) is the definition, used for the tail of a row and by
-// OpGenerator::output_value, and the lanes compute it bit for bit (tests
-// compare every element of random cases at every SIMD level).
+// source, tensor, element index): keys are derived once per op and source.
+// An output row is a window of the value table (generator_formula.h) at the
+// row's offset and scale; the host reads it from value_table.h's memo, so
+// the reference gets W sources x T x H x D values per call by copying, not
+// hashing. output_value evaluates the formula itself (the definition), and
+// tests hold the memo's rows equal to it.
 #include "generator.h"
 
 #include <algorithm>
@@ -17,9 +14,8 @@
 #include <limits>
 
 #include "generator_formula.h"
-#include "generator_lanes.h"
 #include "mix.h"
-#include "simd.h"
+#include "value_table.h"
 
 namespace dcp {
 namespace {
@@ -27,7 +23,7 @@ namespace {
 // Domain tags keep the streams of different tensors unrelated.
 enum Tag : uint64_t {
   kTagOp = 0xDC9C0001,
-  kTagOut,
+  kTagOut,  // retired (the output elements' own stream, before the value table)
   kTagRow,
   kTagLse,
   kTagLayout,
@@ -50,54 +46,22 @@ uint32_t float_to_bits(Format f, float x) {
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Elements [base, base + n) of the stream `key`, as bits (kBits) or decoded.
-template <Format F, bool kBits, int N>
-DCP_SIMD_INLINE void normal_row(uint64_t key, uint64_t base, float scale, int n, uint32_t* bits_out,
-                                double* values_out) {
-  using namespace simd;
-  using U64 = vec<uint64_t, N>;
-  U64 z = stream_lanes<N>(key, base);
-  const vec<float, N> vscale = vec<float, N>{} + scale;
-  int d = 0;
-  for (; d + N <= n; d += N, z += kGolden * N) {
-    if constexpr (kBits) {
-      store(bits_out + d, output_lanes<F, N>(z, vscale));
+// Elements 0 .. n - 1 of a row at `offset` of table `t`: bits when bits_out
+// is non-null, else decoded values. One contiguous run unless n exceeds the
+// table's pad.
+void table_row(const ValueTable& t, uint32_t offset, int n, uint32_t* bits_out,
+               double* values_out) {
+  for (int d = 0; d < n;) {
+    const uint32_t i = (offset + static_cast<uint32_t>(d)) & (kValueTableSize - 1);
+    const int run = static_cast<int>(std::min<uint32_t>(static_cast<uint32_t>(n - d), kValueTableLength - i));
+    if (bits_out != nullptr) {
+      std::copy(t.bits + i, t.bits + i + run, bits_out + d);
     } else {
-      store(values_out + d, output_values<F, N>(z, vscale));
+      std::copy(t.values + i, t.values + i + run, values_out + d);
     }
-  }
-  for (; d < n; ++d) {
-    const uint32_t b = float_to_bits(F, output_float(key, base + static_cast<uint64_t>(d), scale));
-    if constexpr (kBits) {
-      bits_out[d] = b;
-    } else {
-      values_out[d] = decode(F, b);
-    }
+    d += run;
   }
 }
-
-template <int N>
-DCP_SIMD_INLINE void normal_row_kernel_lanes(Format f, uint64_t key, uint64_t base, float scale,
-                                             int n, uint32_t* bits_out, double* values_out) {
-  switch (f) {
-    case Format::kFp16:
-      return bits_out ? normal_row<Format::kFp16, true, N>(key, base, scale, n, bits_out, values_out)
-                      : normal_row<Format::kFp16, false, N>(key, base, scale, n, bits_out, values_out);
-    case Format::kBf16:
-      return bits_out ? normal_row<Format::kBf16, true, N>(key, base, scale, n, bits_out, values_out)
-                      : normal_row<Format::kBf16, false, N>(key, base, scale, n, bits_out, values_out);
-    case Format::kFp32:
-      return bits_out ? normal_row<Format::kFp32, true, N>(key, base, scale, n, bits_out, values_out)
-                      : normal_row<Format::kFp32, false, N>(key, base, scale, n, bits_out, values_out);
-  }
-}
-
-// normal_row_kernel(f, key, base, scale, n, bits_out, values_out): bits when
-// bits_out is non-null, else decoded values.
-DCP_SIMD_DISPATCH(void, normal_row_kernel,
-                  (Format f, uint64_t key, uint64_t base, float scale, int n, uint32_t* bits_out,
-                   double* values_out),
-                  (f, key, base, scale, n, bits_out, values_out))
 
 }  // namespace
 
@@ -173,7 +137,6 @@ OpGenerator::OpGenerator(const Case& c, int group_idx, int op_idx)
     : c_(c), layout_(generate_layout(c, group_idx, op_idx)) {
   op_key_ = hash_all(c.seed, kTagOp, group_idx, op_idx);
   for (int s = 0; s < c.dcp_size; ++s) {
-    out_keys_.push_back(hash_all(op_key_, kTagOut, s));
     row_keys_.push_back(hash_all(op_key_, kTagRow, s));
     lse_keys_.push_back(hash_all(op_key_, kTagLse, s));
   }
@@ -236,25 +199,17 @@ double OpGenerator::lse_value(int src, int token, int head) const {
   return decode(format_of(c_.lse_dtype), lse_bits(src, token, head));
 }
 
-float OpGenerator::row_scale(int src, uint64_t row) const {
-  return row_scale_of(row_keys_[src], row);
-}
-
 bool OpGenerator::token_normal(int src, int token) const {
   return row_kind(src, token) == RowKind::kNormal;
 }
 
-uint64_t OpGenerator::out_key(int src) const { return out_keys_[src]; }
 uint64_t OpGenerator::row_key(int src) const { return row_keys_[src]; }
 
 RowStream OpGenerator::row_stream(int src, int token, int head) const {
   RowStream r;
   if (row_kind(src, token) != RowKind::kNormal) return r;
   const int wh = c_.dcp_size * c_.geometry.heads_per_rank;
-  const uint64_t row = static_cast<uint64_t>(token) * wh + head;
-  r.key = out_keys_[src];
-  r.base = row * static_cast<uint64_t>(c_.geometry.head_dim);
-  r.scale = row_scale(src, row);
+  r.draw = row_draw(row_keys_[src], static_cast<uint64_t>(token) * wh + head);
   r.normal = true;
   return r;
 }
@@ -267,7 +222,7 @@ void OpGenerator::output_row_bits(int src, int token, int head, uint32_t* out) c
     std::fill(out, out + d_count, quiet_nan_bits(f));  // must never be read
     return;
   }
-  normal_row_kernel(f, r.key, r.base, r.scale, d_count, out, nullptr);
+  table_row(value_table(f, r.draw.scale_k), r.draw.offset, d_count, out, nullptr);
 }
 
 void OpGenerator::output_row(int src, int token, int head, double* out) const {
@@ -278,16 +233,14 @@ void OpGenerator::output_row(int src, int token, int head, double* out) const {
     std::fill(out, out + d_count, decode(f, quiet_nan_bits(f)));  // must never be read
     return;
   }
-  normal_row_kernel(f, r.key, r.base, r.scale, d_count, nullptr, out);
+  table_row(value_table(f, r.draw.scale_k), r.draw.offset, d_count, nullptr, out);
 }
 
 double OpGenerator::output_value(int src, int token, int head, int dim) const {
   const Format f = format_of(c_.out_dtype);
-  if (row_kind(src, token) != RowKind::kNormal) return decode(f, quiet_nan_bits(f));
-  const int wh = c_.dcp_size * c_.geometry.heads_per_rank;
-  const uint64_t row = static_cast<uint64_t>(token) * wh + head;
-  const uint64_t index = row * static_cast<uint64_t>(c_.geometry.head_dim) + dim;
-  return decode(f, float_to_bits(f, output_float(out_keys_[src], index, row_scale(src, row))));
+  const RowStream r = row_stream(src, token, head);
+  if (!r.normal) return decode(f, quiet_nan_bits(f));
+  return decode(f, float_to_bits(f, row_float(r.draw, dim)));
 }
 
 namespace {
@@ -319,7 +272,6 @@ std::vector<uint8_t> generate_source_lse(const OpGenerator& gen, const Case& c, 
 
 OutputStreams output_streams(const OpGenerator& gen, const Case& c, int src) {
   OutputStreams s;
-  s.out_key = gen.out_key(src);
   s.row_key = gen.row_key(src);
   s.token_normal.resize(static_cast<size_t>(c.num_tokens));
   for (int t = 0; t < c.num_tokens; ++t) s.token_normal[t] = gen.token_normal(src, t) ? 1 : 0;
@@ -328,7 +280,6 @@ OutputStreams output_streams(const OpGenerator& gen, const Case& c, int src) {
 
 OutputRecipe OutputStreams::recipe(const Case& c, const uint8_t* token_normal_at) const {
   OutputRecipe r;
-  r.out_key = out_key;
   r.row_key = row_key;
   r.num_tokens = c.num_tokens;
   r.heads = c.dcp_size * c.geometry.heads_per_rank;

@@ -37,13 +37,12 @@ double generated_output_value(const Case& c, int group_idx, int op_idx, int src,
 double generated_lse_value(const Case& c, int group_idx, int op_idx, int src, int token,
                            int head /* in [0, W*H) */);
 
-// Where one normal (src, token, head) row lives in its source's counter
-// stream: element d is the stream's value at base + d (generator_lanes.h).
-// Rows that are not normal (masked, planted) hold NaN and have no stream.
+// Where one normal (src, token, head) row reads the value table
+// (generator_formula.h): element d is entry (offset + d) mod
+// kValueTableSize at scale 2^-scale_k (value_table.h holds the entries).
+// Rows that are not normal (masked, planted) hold NaN and read nothing.
 struct RowStream {
-  uint64_t key = 0;   // the source's output-element stream
-  uint64_t base = 0;  // stream index of element 0
-  float scale = 1;    // the row's scale, 2^-k for k in 0..3
+  RowDraw draw;
   bool normal = false;
 };
 
@@ -58,11 +57,11 @@ class OpGenerator {
   // The D values of (src, token, head): NaN garbage for masked rows and rows
   // whose LSE is planted +-inf or NaN.
   void output_row(int src, int token, int head, double* out) const;
-  // One element of output_row, by the scalar formula (output_row computes
-  // several lanes at a time; tests hold the two equal bit for bit).
+  // One element of output_row, by the formula itself (output_row copies from
+  // the value table's memo; tests hold the two equal bit for bit).
   double output_value(int src, int token, int head, int dim) const;
-  // Where a normal row's values come from (generator_lanes.h computes them in
-  // lanes from it); .normal == false for masked and planted (NaN) rows.
+  // Where a normal row's values come from (the checker reads them from the
+  // value table itself); .normal == false for masked and planted (NaN) rows.
   RowStream row_stream(int src, int token, int head) const;
   // Raw bits as stored (low 16 bits for fp16/bf16).
   uint32_t lse_bits(int src, int token, int head) const;
@@ -70,20 +69,17 @@ class OpGenerator {
   // The streams of a source's partial_output (OutputRecipe): a token's rows
   // are normal (drawn from them) or NaN for every head alike.
   bool token_normal(int src, int token) const;
-  uint64_t out_key(int src) const;
   uint64_t row_key(int src) const;
 
  private:
   enum class RowKind : uint8_t { kNormal, kMasked, kPlanted };
   RowKind row_kind(int src, int token) const;
   double lse_double(int src, int token, int head) const;
-  float row_scale(int src, uint64_t row) const;
 
   Case c_;
   SequenceLayout layout_;
   uint64_t op_key_ = 0;
-  std::vector<uint64_t> out_keys_;  // per source: output elements
-  std::vector<uint64_t> row_keys_;  // per source: per-row scale and planting
+  std::vector<uint64_t> row_keys_;  // per source: each row's table offset and scale
   std::vector<uint64_t> lse_keys_;  // per source: LSE elements
 };
 
@@ -91,7 +87,6 @@ class OpGenerator {
 // it is used (the GPU's input producer): the same bits as
 // generate_source_inputs' partial_output (recipe_bits, generator_formula.h).
 struct OutputStreams {
-  uint64_t out_key = 0;
   uint64_t row_key = 0;
   std::vector<uint8_t> token_normal;  // [T]: 1 when the token's rows are normal
   // The recipe for `c`, reading token_normal from `token_normal_at` (this

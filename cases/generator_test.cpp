@@ -10,7 +10,7 @@
 
 #include "geometry.h"
 #include "random_case.h"
-#include "simd.h"
+#include "value_table.h"
 
 namespace dcp {
 namespace {
@@ -212,45 +212,62 @@ TEST_CASE("masked and planted rows hold NaN output; masked LSE is garbage") {
   CHECK(finite_garbage > 0);  // a kernel ignoring the mask would be caught
 }
 
-// Restores the CPU's SIMD level when a test that forces one ends.
-struct ForcedLevel {
-  explicit ForcedLevel(simd::Level l) { simd::force_level(l); }
-  ~ForcedLevel() { simd::clear_forced_level(); }
-};
-
-TEST_CASE("rows in lanes equal the per-value formula at every SIMD level") {
-  int64_t values = 0;
-  for (simd::Level level : {simd::Level::kV4, simd::Level::kV3, simd::Level::kBaseline}) {
-    const ForcedLevel forced(level);
-    CAPTURE(static_cast<int>(simd::level()));
-    for (uint64_t i = 0; i < 30; ++i) {
-      Case c = random_case(0x5eed, i, 8, *find_geometry(i % 3 == 0 ? "kimi" : "tiny"));
-      if (i % 5 == 1) c.out_dtype = DType::kFp32;  // not in ids, but the generator has it
-      if (i % 4 == 2) c.geometry.head_dim = 8 + static_cast<int>(i % 7);  // tails of every length
-      CAPTURE(format_case_id(c));
-      const OpGenerator gen(c, static_cast<int>(i % 2), static_cast<int>(i % 3));
-      const Format f = format_of(c.out_dtype);
-      const int wh = c.dcp_size * c.geometry.heads_per_rank, dc = c.geometry.head_dim;
-      std::vector<double> row(static_cast<size_t>(dc));
-      std::vector<uint32_t> row_bits(static_cast<size_t>(dc));
-      for (int src = 0; src < c.dcp_size; ++src) {
-        for (int t = 0; t < c.num_tokens; t += 1 + c.num_tokens / 16) {
-          for (int h = 0; h < wh; h += 1 + wh / 8) {
-            gen.output_row(src, t, h, row.data());
-            gen.output_row_bits(src, t, h, row_bits.data());
-            for (int d = 0; d < dc; ++d) {
-              const double v = gen.output_value(src, t, h, d);
-              const auto di = static_cast<size_t>(d);
-              REQUIRE(std::memcmp(&row[di], &v, sizeof v) == 0);  // NaN rows: the same NaN
-              REQUIRE(row_bits[di] == encode(f, v));
-              ++values;
-            }
+TEST_CASE("rows read from the value table equal the per-value formula, long rows too") {
+  int64_t values = 0, wrapped = 0;
+  for (uint64_t i = 0; i < 30; ++i) {
+    Case c = random_case(0x5eed, i, 8, *find_geometry(i % 3 == 0 ? "kimi" : "tiny"));
+    if (i % 5 == 1) c.out_dtype = DType::kFp32;  // not in ids, but the generator has it
+    if (i % 4 == 2) c.geometry.head_dim = 8 + static_cast<int>(i % 7);
+    // Longer than the table's pad: the row wraps around the table's end.
+    if (i % 6 == 5) c.geometry.head_dim = 4096;
+    CAPTURE(format_case_id(c));
+    const OpGenerator gen(c, static_cast<int>(i % 2), static_cast<int>(i % 3));
+    const Format f = format_of(c.out_dtype);
+    const int wh = c.dcp_size * c.geometry.heads_per_rank, dc = c.geometry.head_dim;
+    std::vector<double> row(static_cast<size_t>(dc));
+    std::vector<uint32_t> row_bits(static_cast<size_t>(dc));
+    for (int src = 0; src < c.dcp_size; ++src) {
+      for (int t = 0; t < c.num_tokens; t += 1 + c.num_tokens / 16) {
+        for (int h = 0; h < wh; h += 1 + wh / 8) {
+          gen.output_row(src, t, h, row.data());
+          gen.output_row_bits(src, t, h, row_bits.data());
+          const RowStream rs = gen.row_stream(src, t, h);
+          wrapped += rs.normal && rs.draw.offset + static_cast<uint32_t>(dc) > kValueTableLength;
+          for (int d = 0; d < dc; ++d) {
+            const double v = gen.output_value(src, t, h, d);
+            const auto di = static_cast<size_t>(d);
+            REQUIRE(std::memcmp(&row[di], &v, sizeof v) == 0);  // NaN rows: the same NaN
+            REQUIRE(row_bits[di] == encode(f, v));
+            ++values;
           }
         }
       }
     }
   }
   CHECK(values > 1'000'000);
+  CHECK(wrapped > 0);
+}
+
+TEST_CASE("the value table: each entry is the formula's, the pad repeats the start") {
+  for (Format f : {Format::kFp16, Format::kBf16, Format::kFp32}) {
+    for (int k = 0; k < 4; ++k) {
+      CAPTURE(format_name(f));
+      CAPTURE(k);
+      const ValueTable t = value_table(f, k);
+      int64_t zeros = 0, distinct_neighbours = 0;
+      for (uint32_t i = 0; i < kValueTableLength; ++i) {
+        const uint32_t want = encode(f, table_float(i % kValueTableSize, k));
+        REQUIRE(t.bits[i] == want);
+        REQUIRE(static_cast<double>(t.values[i]) == decode(f, want));
+        REQUIRE(std::fabs(t.values[i]) <= 2.0f);
+        zeros += t.values[i] == 0;
+        distinct_neighbours += i > 0 && t.values[i] != t.values[i - 1];
+      }
+      CHECK(zeros <= (f == Format::kFp16 && k > 0 ? 16 : 0));  // fp16 may round a tiny value to 0
+      CHECK(distinct_neighbours > static_cast<int64_t>(kValueTableLength) * 99 / 100);
+    }
+  }
+  CHECK_THROWS(value_table(Format::kBf16, 4));
 }
 
 // The GPU's input producer evaluates recipe_bits per element; on the host

@@ -5,9 +5,9 @@
 namespace dcp {
 namespace {
 
-// One thread per element (grid-stride): each element is one stream step and
-// two roundings, so the whole kimi T=128 buffer (4 Mi elements) takes
-// microseconds.
+// One thread per element (grid-stride): each element is two stream steps (its
+// row's draw, its table entry) and two roundings, so the whole kimi T=128
+// buffer (4 Mi elements) takes microseconds.
 __global__ void input_producer_kernel(OutputRecipe r, uint16_t* out) {
   const int64_t n = static_cast<int64_t>(r.num_tokens) * r.token_stride;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;

@@ -27,23 +27,23 @@
 // NaN never passes. The upstream profile instead compares with an fp32
 // reference and |got - want| <= 3e-2 + 3e-2 |want| (NaN fails too).
 //
-// Speed (one kimi call: T = 128, H = 16, D = 512, W = 4 sources regenerated
-// per row: 4M generated values, 1M checked). Rows (token, head) are split
-// into contiguous chunks across CheckProfile::num_threads threads; each chunk
-// has its own scratch row (no allocation per row) and its own counts and
-// first mismatches, merged in chunk order, so results do not depend on the
-// thread count. A row of the strict profile is first judged by
-// fused_row_passes(): the sources' values are generated (the generator's own
-// lanes, generator_lanes.h), combined and tested in registers, N elements at
-// a time (reference/simd.h). A row that passes is done; any other row, and
-// every row of the upstream profile, is built (row_values: sources, float64
-// combine, fp32 combine) and judged by row_passes() in lanes, then, if some
-// element fails, by the element-by-element loop of check_rows, which counts,
-// reports and explains exactly as before. The lanes compute the same
-// formulas with the same roundings, so a row passes in lanes exactly when
-// every element passes that loop. This file is built with -ffp-contract=off:
-// the lanes must round like the scalar formulas (no fused multiply-add in
-// the AVX2/AVX-512 builds).
+// Speed (one kimi call: T = 128, H = 16, D = 512, W = 4 sources read per
+// row: 4M source values, 1M checked). Rows (token, head) are split into
+// contiguous chunks across CheckProfile::num_threads threads; each chunk has
+// its own scratch row (no allocation per row) and its own counts and first
+// mismatches, merged in chunk order, so results do not depend on the thread
+// count. A row of the strict profile is first judged by fused_row_passes():
+// the sources' values are read from the value table (value_table.h, the
+// generator's rows by construction), combined and tested in registers, N
+// elements at a time (reference/simd.h). A row that passes is done; any
+// other row, and every row of the upstream profile, is built (row_values:
+// sources, float64 combine, fp32 combine) and judged by row_passes() in
+// lanes, then, if some element fails, by the element-by-element loop of
+// check_rows, which counts, reports and explains exactly as before. The
+// lanes compute the same formulas with the same roundings, so a row passes
+// in lanes exactly when every element passes that loop. This file is built
+// with -ffp-contract=off: the lanes must round like the scalar formulas (no
+// fused multiply-add in the AVX2/AVX-512 builds).
 #include "checker.h"
 
 #include <fmt/format.h>
@@ -59,10 +59,10 @@
 #include "combine_reference.h"
 #include "errors.h"
 #include "generator.h"
-#include "generator_lanes.h"
 #include "numeric.h"
 #include "simd.h"
 #include "thread_pool.h"
+#include "value_table.h"
 
 namespace dcp {
 namespace {
@@ -255,21 +255,21 @@ DCP_SIMD_DISPATCH(bool, row_passes,
 
 // ---- fused_row_passes: row_passes without materialising the row ----
 //
-// For the strict profile: the sources' values are generated (generator_lanes.h,
-// the generator's own lanes), combined and tested N elements at a time in
-// registers, never stored. Per element the arithmetic is that of row_values
-// then row_passes: want and abs_sum summed from +0 in source order with one
-// rounding per product and per sum, then the same tolerance and test. A row
-// that fails, or that this cannot take (a source with weight > 0 whose row is
-// not normal, more than kMaxFused sources, a tail of fewer than N elements),
-// is built and judged the ordinary way.
+// For the strict profile: the sources' values are read from the value table
+// (value_table.h: what the generator's rows are, bit for bit), combined and
+// tested N elements at a time in registers, never stored. Per element the
+// arithmetic is that of row_values then row_passes: want and abs_sum summed
+// from +0 in source order with one rounding per product and per sum, then
+// the same tolerance and test. A row that fails, or that this cannot take (a
+// source with weight > 0 whose row is not normal, more than kMaxFused
+// sources, a row longer than the table's pad, a tail of fewer than N
+// elements), is built and judged the ordinary way.
 
 constexpr int kMaxFused = 16;
 
 struct FusedRow {
   int count = 0;  // sources with weight > 0, in source order
-  uint64_t key[kMaxFused], base[kMaxFused];
-  float scale[kMaxFused];
+  const float* values[kMaxFused];  // each source's row: value_table(f, k).values + offset
   double weight[kMaxFused];
 };
 
@@ -279,25 +279,17 @@ DCP_SIMD_INLINE bool fused_row_passes_as(const FusedRow& row, const uint8_t* got
   using namespace simd;
   using U64 = vec<uint64_t, N>;
   using F64 = vec<double, N>;
-  using F32 = vec<float, N>;
   constexpr int kBytes = F == Format::kFp32 ? 4 : 2;
-  if (n % N != 0) return false;
-  U64 z[kMaxFused];
-  F32 scale[kMaxFused];
+  if (n % N != 0 || n > static_cast<int>(kValueTablePad)) return false;
   F64 weight[kMaxFused];
-  for (int j = 0; j < row.count; ++j) {
-    z[j] = stream_lanes<N>(row.key[j], row.base[j]);
-    scale[j] = F32{} + row.scale[j];
-    weight[j] = F64{} + row.weight[j];
-  }
+  for (int j = 0; j < row.count; ++j) weight[j] = F64{} + row.weight[j];
   U64 bad{};
   for (int d = 0; d < n; d += N) {
     F64 want{}, abs_sum{};
     for (int j = 0; j < row.count; ++j) {
-      const F64 x = output_values<F, N>(z[j], scale[j]);
+      const F64 x = __builtin_convertvector(load<vec<float, N>>(row.values[j] + d), F64);
       want = want + weight[j] * x;
       if constexpr (T == RowTol::kStrict) abs_sum = abs_sum + weight[j] * simd::fabs(x);
-      z[j] += kGolden * N;
     }
     const F64 g = load_got<F, N>(got + static_cast<size_t>(d) * kBytes);
     F64 tol;
@@ -345,9 +337,8 @@ bool fused_sources(const Case& c, const OpGenerator& gen, int token, int head,
     if (ws == 0) continue;
     const RowStream r = gen.row_stream(s, token, head);
     if (!r.normal || row.count == kMaxFused) return false;
-    row.key[row.count] = r.key;
-    row.base[row.count] = r.base;
-    row.scale[row.count] = r.scale;
+    row.values[row.count] =
+        value_table(format_of(c.out_dtype), r.draw.scale_k).values + r.draw.offset;
     row.weight[row.count] = ws;
     ++row.count;
   }

@@ -21,6 +21,7 @@
 #include "generator.h"
 #include "geometry.h"
 #include "numeric.h"
+#include "simd.h"
 #include "thread_pool.h"
 
 namespace {
@@ -83,8 +84,12 @@ int main(int argc, char** argv) {
               format_case_id(c).c_str(), group_rank,
               got.size() / static_cast<size_t>(format_bytes(format_of(c.out_dtype))),
               upstream ? ", upstream profile" : "", poison ? ", every element wrong" : "");
-  std::printf("available CPUs %d; checker_threads(4 ranks per host) = %d\n", available_cpus(),
-              checker_threads(4));
+  const simd::Level level = simd::level();
+  std::printf("available CPUs %d; checker_threads(4 ranks per host) = %d; SIMD %s\n",
+              available_cpus(), checker_threads(4),
+              level == simd::Level::kV4   ? "x86-64-v4 (AVX-512)"
+              : level == simd::Level::kV3 ? "x86-64-v3 (AVX2)"
+                                          : "baseline");
   std::printf("%8s %10s %10s %10s %9s  %s\n", "threads", "median_ms", "min_ms", "max_ms", "speedup",
               "result");
   double base_median = 0;

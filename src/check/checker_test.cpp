@@ -434,6 +434,8 @@ TEST_CASE("the checker agrees with a plain element-by-element check") {
   int64_t mismatches = 0;
   for (uint64_t i = 0; i < 16; ++i) {
     Case c = random_case(0x9a1f, i, 8, *find_geometry("tiny"));
+    // Rows longer than the value table's pad: built (and wrapped), not fused.
+    if (i % 8 == 5) c.geometry.head_dim = 2048;
     CAPTURE(format_case_id(c));
     const int gi = static_cast<int>(i % 2), gr = static_cast<int>(i % c.dcp_size), op = 1;
     const Format f = format_of(c.out_dtype);
