@@ -44,6 +44,11 @@ TEST_CASE("phase totals: per-rank sums, the mean, and the phase that bounds the 
   CHECK(line.find("wait 0.80") != std::string::npos);  // (0.6 + 1.0) / 2 s
   CHECK(line.find("check 10.00 (waited for 0.40)") != std::string::npos);
   CHECK(line.find("bound by wait") != std::string::npos);
+  // Waiting for the supervisor between cases is on the path too.
+  PhaseTimes idle;
+  idle.idle_ms = 5000;
+  totals.add(case_with({{0, idle}, {1, idle}}));
+  CHECK(totals.bound_by() == "idle");
 }
 
 TEST_CASE("phase times travel through the worker protocol's JSON unchanged") {
@@ -56,6 +61,7 @@ TEST_CASE("phase times travel through the worker protocol's JSON unchanged") {
   r.phases.check_ms = 6.5;
   r.phases.check_wait_ms = 7.5;
   r.phases.barrier_ms = 8.5;
+  r.phases.idle_ms = 9.5;
   const RankCaseResult back = nlohmann::json(r).get<RankCaseResult>();
   CHECK(back.phases.generate_ms == 1.5);
   CHECK(back.phases.stage_ms == 2.5);
@@ -65,6 +71,11 @@ TEST_CASE("phase times travel through the worker protocol's JSON unchanged") {
   CHECK(back.phases.check_ms == 6.5);
   CHECK(back.phases.check_wait_ms == 7.5);
   CHECK(back.phases.barrier_ms == 8.5);
+  CHECK(back.phases.idle_ms == 9.5);
+  // An older build's phases (no idle_ms) read as 0.
+  nlohmann::json old = nlohmann::json(r);
+  old["phases"].erase("idle_ms");
+  CHECK(old.get<RankCaseResult>().phases.idle_ms == 0);
 }
 
 }  // namespace

@@ -18,6 +18,8 @@ struct PhaseTimes {
   double check_ms = 0;       // float64 check and output hash (beside the next call)
   double check_wait_ms = 0;  // waiting for a check to finish
   double barrier_ms = 0;     // group barriers and begin_case before the calls
+  double idle_ms = 0;        // before the case: waiting for its message (the supervisor's
+                             // pace) and for the previous case's finisher thread
 
   PhaseTimes& operator+=(const PhaseTimes& o);
   PhaseTimes& operator/=(double n);  // a mean: every phase divided by n
@@ -33,7 +35,8 @@ inline constexpr PhaseField kPhaseFields[] = {
     {"generate_ms", &PhaseTimes::generate_ms}, {"stage_ms", &PhaseTimes::stage_ms},
     {"launch_ms", &PhaseTimes::launch_ms},     {"wait_ms", &PhaseTimes::wait_ms},
     {"collect_ms", &PhaseTimes::collect_ms},   {"check_ms", &PhaseTimes::check_ms},
-    {"check_wait_ms", &PhaseTimes::check_wait_ms}, {"barrier_ms", &PhaseTimes::barrier_ms}};
+    {"check_wait_ms", &PhaseTimes::check_wait_ms}, {"barrier_ms", &PhaseTimes::barrier_ms},
+    {"idle_ms", &PhaseTimes::idle_ms}};
 
 inline PhaseTimes& PhaseTimes::operator+=(const PhaseTimes& o) {
   for (const PhaseField& f : kPhaseFields) this->*f.ms += o.*f.ms;

@@ -60,8 +60,11 @@ void to_json(nlohmann::json& j, const PhaseTimes& p) {
   for (const PhaseField& f : kPhaseFields) j[f.json_name] = p.*f.ms;
 }
 
+// A phase a report of an older build lacks reads as 0.
 void from_json(const nlohmann::json& j, PhaseTimes& p) {
-  for (const PhaseField& f : kPhaseFields) j.at(f.json_name).get_to(p.*f.ms);
+  for (const PhaseField& f : kPhaseFields) {
+    if (j.contains(f.json_name)) j.at(f.json_name).get_to(p.*f.ms);
+  }
 }
 
 void to_json(nlohmann::json& j, const RankCaseResult& r) {

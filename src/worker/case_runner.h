@@ -53,7 +53,8 @@ class RankCaseRun {
 
   // Time spent before start() on this case (the worker's barriers): part of
   // the result's barrier phase.
-  void add_barrier_ms(double ms) { result_.phases.barrier_ms += ms; }
+  // Time the worker spent on this case outside the runner (barriers, idle).
+  void add_phase_ms(double PhaseTimes::*phase, double ms) { result_.phases.*phase += ms; }
   void start();
   // After start(): whether finish() still has a check to wait for.
   bool check_pending() const;

@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "case_runner.h"
 #include "errors.h"
@@ -122,6 +123,7 @@ class Worker {
   // Finishes the previous case (its last check, then its result message). It
   // is joined before this rank sends another result, so results go out in order.
   std::thread finisher_;
+  double idle_ms_ = 0;  // PhaseTimes::idle_ms of the next case, so far
 };
 
 // Waits as long as it takes between cases (the command decides the pace), but
@@ -284,7 +286,8 @@ RankCaseResult Worker::prepare_case(const Case& c, int case_index, const std::st
     double barrier_ms = 0;
     barriers.lap(barrier_ms);
     run = std::make_unique<RankCaseRun>(c, *backend, ctx);
-    run->add_barrier_ms(barrier_ms);
+    run->add_phase_ms(&PhaseTimes::barrier_ms, barrier_ms);
+    run->add_phase_ms(&PhaseTimes::idle_ms, std::exchange(idle_ms_, 0.0));
     return {};
   } catch (const std::exception& e) {
     RankCaseResult r;
@@ -359,7 +362,11 @@ void Worker::run_one_case(const nlohmann::json& msg) {
     result = prepare_case(*c, index, "", kernels().front(), nullptr, run);
     if (run) {
       run->start();
+      PhaseClock joined;
       join_finisher();  // the previous case's result goes out before this one's
+      double join_ms = 0;
+      joined.lap(join_ms);
+      run->add_phase_ms(&PhaseTimes::idle_ms, join_ms);
       if (run->check_pending() && next_case_waiting()) {
         finisher_ = std::thread([this, index, handled, run = std::move(run)]() mutable {
           RankCaseResult r = run->finish_beside_next();
@@ -405,7 +412,9 @@ void Worker::run() {
   build_backends();
   channel_.send({{"type", "ready"}, {"rank", args_.rank}});
   while (true) {
+    PhaseClock idle;
     nlohmann::json next = wait_for_message();
+    idle.lap(idle_ms_);
     const std::string type = next.value("type", "");
     if (type != "case") join_finisher();
     if (type == "shutdown") return;

@@ -47,6 +47,7 @@
 #include "errors.h"
 #include "guard_zone.h"
 #include "input_producer.h"
+#include "output_region.h"
 #include "kernel_instance.h"
 #include "mutants.h"
 #include "sm_pressure_host.h"
@@ -119,15 +120,16 @@ class StepTrace {
 // How long the slow producer's last token row is late.
 constexpr uint32_t kSlowProducerDelayNs = 30'000;
 
+// `sequences` is seq_lens then query_start_loc, num_seq_slots + 1 int32 each
+// (one copy in); `output` is the output region (kernels/output_region.h:
+// guards, output, combined LSE), filled by one kernel before the call and
+// copied out whole into the staging's `output` after it.
 struct CallBuffers {  // device side of one call
-  DeviceBuffer partial_output, partial_lse, seq_lens, query_start_loc, output, token_normal;
+  DeviceBuffer partial_output, partial_lse, sequences, output, token_normal;
   DeviceBuffer lse_source, producer_params;  // the slow producer's (SlowProducerParams)
 };
-// The output buffer is [guard | output | guard] (guard_zone.h), followed by
-// [combined LSE | guard] when the kernel writes it; `guards` receives every
-// guard after the call, and `output` the output then the combined LSE.
 struct CallStaging {  // host side of one call
-  PinnedBuffer partial_output, partial_lse, seq_lens, query_start_loc, output, token_normal, guards;
+  PinnedBuffer partial_output, partial_lse, sequences, output, token_normal;
   PinnedBuffer producer_params;
 };
 
@@ -217,6 +219,14 @@ class GpuBackend final : public RankBackend {
   // the op's own launch) are the kernel's, the rest the harness's.
   void check(cudaError_t err, const char* what, bool in_op) const;
   std::string status_text() const;
+  OutputRegion region_of(const CallShape& sh, const CallBuffers& b) const {
+    OutputRegion r;
+    r.base = b.output.data();
+    r.guard_bytes = guard_;
+    r.out_bytes = sh.output_bytes;
+    r.lse_bytes = sh.lse_out_bytes;
+    return r;
+  }
   uint8_t* output_of(const CallBuffers& b) const {
     return static_cast<uint8_t*>(b.output.data()) + guard_;
   }
@@ -224,7 +234,7 @@ class GpuBackend final : public RankBackend {
   uint8_t* lse_of(const CallShape& sh, const CallBuffers& b) const {
     return output_of(b) + sh.output_bytes + guard_;
   }
-  void check_guards(const CallInputs& in, const CallStaging& st,
+  void check_guards(const CallShape& sh, const CallInputs& in, const CallStaging& st,
                     std::vector<std::string>* out) const;
   void check_region_tails(std::vector<std::string>* out);
   void check_region_tail(const MappedRegion& m, std::vector<std::string>* out);
@@ -552,23 +562,19 @@ void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) co
   const size_t seq_bytes = sizeof(int32_t) * (sh.num_seq_slots + 1);
   b.partial_output.ensure(sh.in_out_bytes, rank);
   b.partial_lse.ensure(sh.in_lse_bytes, rank);
-  b.seq_lens.ensure(seq_bytes, rank);
-  b.query_start_loc.ensure(seq_bytes, rank);
-  b.output.ensure(sh.output_bytes + 2 * guard_ + (sh.lse_out_bytes > 0 ? sh.lse_out_bytes + guard_ : 0),
-                 rank);
+  b.sequences.ensure(2 * seq_bytes, rank);
+  b.output.ensure(region_of(sh, b).total_bytes(), rank);
   b.token_normal.ensure(sh.num_tokens, rank);
   if (sh.producer != Producer::kDefault) {
     b.lse_source.ensure(sh.in_lse_bytes, rank);
     b.producer_params.ensure(sizeof(SlowProducerParams), rank);
     st.producer_params.ensure(sizeof(SlowProducerParams), rank);
   }
-  st.guards.ensure(3 * guard_, rank);
   st.token_normal.ensure(sh.num_tokens, rank);
   st.partial_output.ensure(sh.in_out_bytes, rank);
   st.partial_lse.ensure(sh.in_lse_bytes, rank);
-  st.seq_lens.ensure(seq_bytes, rank);
-  st.query_start_loc.ensure(seq_bytes, rank);
-  st.output.ensure(sh.output_bytes + sh.lse_out_bytes, rank);
+  st.sequences.ensure(2 * seq_bytes, rank);
+  st.output.ensure(region_of(sh, b).total_bytes(), rank);
 }
 
 // Copies one call's inputs into pinned staging. Sequences are padded to
@@ -596,8 +602,8 @@ void GpuBackend::stage(const CallShape& sh, const CallInputs& in, CallStaging& s
   DCP_CHECK(in.query_start_loc.size() == num_seqs + 1, HarnessError,
             "call {}: {} seq_lens but {} query_start_loc entries", in.op_idx, num_seqs,
             in.query_start_loc.size());
-  auto* lens = static_cast<int32_t*>(st.seq_lens.data());
-  auto* qsl = static_cast<int32_t*>(st.query_start_loc.data());
+  auto* lens = static_cast<int32_t*>(st.sequences.data());
+  int32_t* qsl = lens + sh.num_seq_slots + 1;
   for (int s = 0; s < sh.num_seq_slots; ++s) {
     lens[s] = s < static_cast<int>(num_seqs) ? in.seq_lens[s] : 1;
   }
@@ -621,8 +627,8 @@ OpLaunch GpuBackend::make_launch(const CallShape& sh, int slot, const CallBuffer
   op.lse_dtype = sh.lse;
   op.lse_base = sh.base_e ? DCP_LSE_BASE_E : DCP_LSE_BASE_2;
   if (masked) {
-    op.seq_lens = static_cast<const int32_t*>(b.seq_lens.data());
-    op.query_start_loc = static_cast<const int32_t*>(b.query_start_loc.data());
+    op.seq_lens = static_cast<const int32_t*>(b.sequences.data());
+    op.query_start_loc = op.seq_lens + sh.num_seq_slots + 1;
     op.num_seqs = sh.num_seq_slots;
   }
   op.output = output_of(b);
@@ -715,22 +721,12 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
   }
   trace.mark("inputs");
   if (sh.num_seq_slots > 0) {
-    const size_t n = sizeof(int32_t) * (sh.num_seq_slots + 1);
-    check(cudaMemcpyAsync(b.seq_lens.data(), st.seq_lens.data(), n, cudaMemcpyHostToDevice, s),
-          "copy seq_lens in", false);
-    check(cudaMemcpyAsync(b.query_start_loc.data(), st.query_start_loc.data(), n,
-                          cudaMemcpyHostToDevice, s),
-          "copy query_start_loc in", false);
+    const size_t n = 2 * sizeof(int32_t) * (sh.num_seq_slots + 1);
+    check(cudaMemcpyAsync(b.sequences.data(), st.sequences.data(), n, cudaMemcpyHostToDevice, s),
+          "copy seq_lens and query_start_loc in", false);
   }
-  uint8_t* out = output_of(b);
-  check(cudaMemsetAsync(out, 0xFF, sh.output_bytes, s), "poison output", false);
-  check(cudaMemsetAsync(out - guard_, kGuardCanary, guard_, s), "fill guard", false);
-  check(cudaMemsetAsync(out + sh.output_bytes, kGuardCanary, guard_, s), "fill guard", false);
-  uint8_t* lse = lse_of(sh, b);
-  if (sh.lse_out_bytes > 0) {
-    check(cudaMemsetAsync(lse, 0xFF, sh.lse_out_bytes, s), "poison combined LSE", false);
-    check(cudaMemsetAsync(lse + sh.lse_out_bytes, kGuardCanary, guard_, s), "fill guard", false);
-  }
+  const OutputRegion region = region_of(sh, b);
+  check(launch_fill_output_region(region, kGuardCanary, s), "poison output, fill guards", false);
   trace.mark("seq lens, poison and guards");
   check(launch_delay(in.skew_ns, s), "skew delay", false);
   trace.mark("skew delay");
@@ -750,21 +746,9 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
           "overwrite partial_lse after the call", false);
     trace.mark("input reuse");
   }
-  check(cudaMemcpyAsync(st.output.data(), out, sh.output_bytes, cudaMemcpyDeviceToHost, s),
-        "copy output out", false);
-  auto* guards = static_cast<uint8_t*>(st.guards.data());
-  check(cudaMemcpyAsync(guards, out - guard_, guard_, cudaMemcpyDeviceToHost, s), "copy guard out",
-        false);
-  check(cudaMemcpyAsync(guards + guard_, out + sh.output_bytes, guard_, cudaMemcpyDeviceToHost, s),
-        "copy guard out", false);
-  if (sh.lse_out_bytes > 0) {
-    check(cudaMemcpyAsync(static_cast<uint8_t*>(st.output.data()) + sh.output_bytes, lse,
-                          sh.lse_out_bytes, cudaMemcpyDeviceToHost, s),
-          "copy combined LSE out", false);
-    check(cudaMemcpyAsync(guards + 2 * guard_, lse + sh.lse_out_bytes, guard_,
-                          cudaMemcpyDeviceToHost, s),
-          "copy guard out", false);
-  }
+  check(cudaMemcpyAsync(st.output.data(), region.base, region.total_bytes(),
+                        cudaMemcpyDeviceToHost, s),
+        "copy output region out", false);
   trace.mark("copies out");
 }
 
@@ -848,9 +832,15 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
   PhaseTimes& phases = batch.phases != nullptr ? *batch.phases : unused;
   auto collect = [&](const CallStaging& st, const CallInputs& in) {
     PhaseClock clock;
-    outputs.push_back(output_from(static_cast<const uint8_t*>(st.output.data()),
-                                  sh.output_bytes + sh.lse_out_bytes, batch.spare_outputs));
-    check_guards(in, st, batch.out_of_bounds);
+    // The output, then the combined LSE (past the guard between them).
+    const auto* region = static_cast<const uint8_t*>(st.output.data());
+    std::vector<uint8_t> out = output_from(region + guard_, sh.output_bytes, batch.spare_outputs);
+    if (sh.lse_out_bytes > 0) {
+      const uint8_t* lse = region + 2 * guard_ + sh.output_bytes;
+      out.insert(out.end(), lse, lse + sh.lse_out_bytes);
+    }
+    outputs.push_back(std::move(out));
+    check_guards(sh, in, st, batch.out_of_bounds);
     clock.lap(phases.collect_ms);
   };
   auto wait = [&] {
@@ -943,12 +933,14 @@ void GpuBackend::start_pressure(const Case& c, const CallShape& sh, const Batch&
 
 // Guard zones (guard_zone.h): the output's two guards came back with the
 // output; a damaged one is reported and refilled before the next call anyway.
-void GpuBackend::check_guards(const CallInputs& in, const CallStaging& st,
+void GpuBackend::check_guards(const CallShape& sh, const CallInputs& in, const CallStaging& st,
                               std::vector<std::string>* out) const {
-  const auto* g = static_cast<const uint8_t*>(st.guards.data());
-  std::string damage = describe_guard_damage("output", g, g + guard_, guard_);
-  if (damage.empty() && emits_combined_lse()) {
-    damage = describe_guard_damage("combined_lse", nullptr, g + 2 * guard_, guard_);
+  const auto* g = static_cast<const uint8_t*>(st.output.data());  // the region, as copied out
+  const uint8_t* after = g + guard_ + sh.output_bytes;
+  std::string damage = describe_guard_damage("output", g, after, guard_);
+  if (damage.empty() && sh.lse_out_bytes > 0) {
+    damage = describe_guard_damage("combined_lse", nullptr, after + guard_ + sh.lse_out_bytes,
+                                   guard_);
   }
   if (!damage.empty() && out != nullptr) out->push_back(fmt::format("call {}: {}", in.op_idx, damage));
 }
