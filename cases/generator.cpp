@@ -155,10 +155,31 @@ OpGenerator::RowKind OpGenerator::row_kind(int src, int token) const {
   return RowKind::kNormal;
 }
 
-double OpGenerator::lse_double(int src, int token, int head) const {
+// What a (src, token) LSE row shares across its heads: drawn once per row.
+OpGenerator::TokenLse OpGenerator::token_lse(int src, int token) const {
+  TokenLse t;
+  t.kind = row_kind(src, token);
+  if (t.kind != RowKind::kNormal) return t;
+  // Per-token offset and spread, so rows range from near-equal LSEs to gaps
+  // of tens (weights from ~1/W to ~2^-40).
+  const uint64_t tk = hash_all(op_key_, kTagTokenLse, token);
+  constexpr double kSpreads[4] = {0.5, 2, 8, 20};
+  t.offset = -4 + 12 * unit_double(tk);
+  t.spread = kSpreads[mix64(tk) & 3];
+  t.special_token =
+      c_.special != SpecialLse::kNone && stream_at(hash_in(op_key_, kTagSpecial), token) % 4 == 0;
+  return t;
+}
+
+// A normal row's LSE at element idx of the source's stream (no special value).
+inline double OpGenerator::drawn_lse(const TokenLse& t, uint64_t lse_key, uint64_t idx) {
+  return t.offset + t.spread * (2 * unit_double(stream_at(lse_key, idx)) - 1);
+}
+
+double OpGenerator::lse_at(const TokenLse& t, int src, int token, int head) const {
   const int wh = c_.dcp_size * c_.geometry.heads_per_rank;
   const uint64_t idx = static_cast<uint64_t>(token) * wh + head;
-  switch (row_kind(src, token)) {
+  switch (t.kind) {
     case RowKind::kMasked: {
       // Garbage: NaN, or a large finite value that would dominate the combine
       // if the kernel forgot the mask (a NaN alone would hide that bug).
@@ -172,23 +193,34 @@ double OpGenerator::lse_double(int src, int token, int head) const {
     case RowKind::kNormal:
       break;
   }
-  // Per-token offset and spread, so rows range from near-equal LSEs to gaps
-  // of tens (weights from ~1/W to ~2^-40).
-  const uint64_t tk = hash_all(op_key_, kTagTokenLse, token);
-  constexpr double kSpreads[4] = {0.5, 2, 8, 20};
-  const double offset = -4 + 12 * unit_double(tk);
-  const double spread = kSpreads[mix64(tk) & 3];
-  const bool special_token =
-      c_.special != SpecialLse::kNone && stream_at(hash_in(op_key_, kTagSpecial), token) % 4 == 0;
-  if (special_token && (c_.special == SpecialLse::kEqual || c_.special == SpecialLse::kHugeGap)) {
+  if (t.special_token &&
+      (c_.special == SpecialLse::kEqual || c_.special == SpecialLse::kHugeGap)) {
     const uint64_t hv = hash_all(op_key_, kTagTokenLse, token, head);
-    double v = offset + spread * (2 * unit_double(hv) - 1);  // the same for every source
+    double v = t.offset + t.spread * (2 * unit_double(hv) - 1);  // the same for every source
     if (c_.special == SpecialLse::kHugeGap && src != static_cast<int>((hv >> 32) % c_.dcp_size)) {
       v -= 160 + 140 * unit_double(hash_in(hv, static_cast<uint64_t>(src)));  // 2^-160: 0 in fp32
     }
     return v;
   }
-  return offset + spread * (2 * unit_double(stream_at(lse_keys_[src], idx)) - 1);
+  return drawn_lse(t, lse_keys_[src], idx);
+}
+
+double OpGenerator::lse_double(int src, int token, int head) const {
+  return lse_at(token_lse(src, token), src, token, head);
+}
+
+void OpGenerator::lse_row(int src, int token, double* out) const {
+  const TokenLse t = token_lse(src, token);
+  const int wh = c_.dcp_size * c_.geometry.heads_per_rank;
+  const bool plain = t.kind == RowKind::kNormal &&
+                     !(t.special_token && (c_.special == SpecialLse::kEqual ||
+                                           c_.special == SpecialLse::kHugeGap));
+  if (plain) {  // lse_at's last line, in a loop the compiler unrolls
+    const uint64_t base = static_cast<uint64_t>(token) * wh;
+    for (int h = 0; h < wh; ++h) out[h] = drawn_lse(t, lse_keys_[src], base + h);
+    return;
+  }
+  for (int h = 0; h < wh; ++h) out[h] = lse_at(t, src, token, h);
 }
 
 uint32_t OpGenerator::lse_bits(int src, int token, int head) const {
@@ -253,6 +285,26 @@ std::vector<uint8_t> nan_row(Format f, size_t stride) {
   return row;
 }
 
+// x[0, n) rounded to f, stored little-endian at out (one loop per format).
+void store_rounded(Format f, const double* x, int n, uint8_t* out) {
+  switch (f) {
+    case Format::kFp32:
+      for (int i = 0; i < n; ++i) {
+        const uint32_t b = std::bit_cast<uint32_t>(static_cast<float>(x[i]));
+        for (int k = 0; k < 4; ++k) out[4 * i + k] = static_cast<uint8_t>(b >> (8 * k));
+      }
+      return;
+    case Format::kFp16:
+    case Format::kBf16:
+      for (int i = 0; i < n; ++i) {
+        const uint32_t b = float_to_bits(f, static_cast<float>(x[i]));
+        out[2 * i] = static_cast<uint8_t>(b);
+        out[2 * i + 1] = static_cast<uint8_t>(b >> 8);
+      }
+      return;
+  }
+}
+
 }  // namespace
 
 std::vector<uint8_t> generate_source_lse(const OpGenerator& gen, const Case& c, int src) {
@@ -261,10 +313,10 @@ std::vector<uint8_t> generate_source_lse(const OpGenerator& gen, const Case& c, 
   const auto lse_stride = static_cast<size_t>(c.lse_token_stride());
   std::vector<uint8_t> lse(static_cast<size_t>(c.num_tokens) * lse_stride * format_bytes(lf));
   std::vector<uint8_t> row = nan_row(lf, lse_stride);
+  std::vector<double> values(static_cast<size_t>(h_total));
   for (int t = 0; t < c.num_tokens; ++t) {
-    for (int h = 0; h < h_total; ++h) {
-      write_bits(lf, row.data(), static_cast<size_t>(h), gen.lse_bits(src, t, h));
-    }
+    gen.lse_row(src, t, values.data());
+    store_rounded(lf, values.data(), h_total, row.data());
     std::memcpy(lse.data() + t * row.size(), row.data(), row.size());
   }
   return lse;

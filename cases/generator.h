@@ -63,6 +63,10 @@ class OpGenerator {
   // Where a normal row's values come from (the checker reads them from the
   // value table itself); .normal == false for masked and planted (NaN) rows.
   RowStream row_stream(int src, int token, int head) const;
+  // Every head's LSE of (src, token) into out[0, W*H), as drawn (before the
+  // rounding to the LSE dtype that lse_bits applies); the heads' shared draws
+  // are made once.
+  void lse_row(int src, int token, double* out) const;
   // Raw bits as stored (low 16 bits for fp16/bf16).
   uint32_t lse_bits(int src, int token, int head) const;
   void output_row_bits(int src, int token, int head, uint32_t* out) const;
@@ -73,7 +77,15 @@ class OpGenerator {
 
  private:
   enum class RowKind : uint8_t { kNormal, kMasked, kPlanted };
+  struct TokenLse {  // what a (src, token) LSE row's heads share
+    RowKind kind = RowKind::kNormal;
+    double offset = 0, spread = 0;
+    bool special_token = false;
+  };
   RowKind row_kind(int src, int token) const;
+  TokenLse token_lse(int src, int token) const;
+  double lse_at(const TokenLse& t, int src, int token, int head) const;
+  static double drawn_lse(const TokenLse& t, uint64_t lse_key, uint64_t idx);
   double lse_double(int src, int token, int head) const;
 
   Case c_;
