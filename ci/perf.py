@@ -13,7 +13,7 @@ GOALS = [  # (label, file, what, goal, higher is better)
     ("default suite, `--world 4 --geometry kimi --mps on`, wall s", "perf-suite-w4.json", "wall", 6, False),
     ("default suite, `--world 2`, wall s", "perf-suite-w2.json", "wall", 3, False),
 ]
-PHASES = ["generate", "stage", "launch", "wait", "collect", "check", "check_wait", "barrier", "idle"]
+PHASES = ["generate", "stage", "launch", "capture", "wait", "collect", "check", "check_wait", "barrier", "idle"]
 
 
 def phase_means(report):
@@ -25,7 +25,7 @@ def phase_means(report):
 def main(out):
     out = Path(out)
     rows, ok = [], True
-    print("| measure | measured | goal | met | bound by | phases per rank, s (generate/stage/launch/wait/collect/check/check-wait/barrier/idle) |")
+    print("| measure | measured | goal | met | bound by | phases per rank, s (generate/stage/launch/capture/wait/collect/check/check-wait/barrier/idle) |")
     print("|---|---|---|---|---|---|")
     for label, name, what, goal, higher in GOALS:
         try:

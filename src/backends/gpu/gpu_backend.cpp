@@ -881,8 +881,10 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
           enqueue_call(sh, in, staging_[i], g.buffers, s, nullptr, &phases);
           wait();
         }
+        PhaseClock clock;
         capture(g, sh, make_launch(sh, in.slot, g.buffers), s, in.context);
         if (c.churn) churn_after_capture(sh, s);
+        clock.lap(phases.capture_ms);
       }
       warmed = true;
       g.last_use = ++graph_uses_;
