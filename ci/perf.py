@@ -3,6 +3,7 @@
 checker_bench log that `ci/gpu.sh perf` leaves in OUT. Exit 1 if a report is
 missing or unreadable."""
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -53,6 +54,19 @@ def main(out):
         print(f"{name}: wall {report['wall_s']:.2f} s = start-up {report['environment']['startup_s']:.2f}"
               f" + cases {wall:.2f} (slowest worker {worker:.2f}, of which calls and checks {elapsed:.2f})"
               f" + shut-down {report['environment'].get('teardown_s', 0):.2f} + rest")
+    # The CPU the workers burnt (every thread, their check pools included):
+    # a run that keeps the host's cores busy is bound by CPU, whatever phase leads.
+    cores = os.cpu_count() or 1
+    for name in ("perf-stress-w4.json", "perf-stress-w2.json", "perf-suite-w4.json", "perf-suite-w2.json"):
+        try:
+            report = json.loads((out / name).read_text())
+        except (OSError, ValueError):
+            continue
+        ranks = report["phases"]["per_rank"]
+        cpu_s = sum(r.get("cpu_ms", 0) for r in ranks) / 1e3
+        secs = report["stress"]["run_s"] if "stress" in report else report["wall_s"]
+        print(f"{name}: workers' CPU {cpu_s:.1f} s in {secs:.2f} s = {cpu_s / max(secs, 1e-9):.1f} of {cores} cores"
+              f" ({cpu_s / max(1, len(ranks)) / max(secs, 1e-9):.2f} per rank)")
     try:
         log = (out / "perf-checker.log").read_text()
         for line in log.splitlines():

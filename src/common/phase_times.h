@@ -21,6 +21,10 @@ struct PhaseTimes {
   double barrier_ms = 0;     // group barriers and begin_case before the calls
   double idle_ms = 0;        // before the case: waiting for its message (the supervisor's
                              // pace) and for the previous case's finisher thread
+  // Not a phase: the worker process's CPU time, every thread (its check pool
+  // included), from the previous case's message to this one's. Summed over a
+  // run it is the worker's CPU time; over the wall time, the cores it kept busy.
+  double cpu_ms = 0;
 
   PhaseTimes& operator+=(const PhaseTimes& o);
   PhaseTimes& operator/=(double n);  // a mean: every phase divided by n
@@ -38,7 +42,7 @@ inline constexpr PhaseField kPhaseFields[] = {
     {"wait_ms", &PhaseTimes::wait_ms},
     {"collect_ms", &PhaseTimes::collect_ms},   {"check_ms", &PhaseTimes::check_ms},
     {"check_wait_ms", &PhaseTimes::check_wait_ms}, {"barrier_ms", &PhaseTimes::barrier_ms},
-    {"idle_ms", &PhaseTimes::idle_ms}};
+    {"idle_ms", &PhaseTimes::idle_ms},         {"cpu_ms", &PhaseTimes::cpu_ms}};
 
 inline PhaseTimes& PhaseTimes::operator+=(const PhaseTimes& o) {
   for (const PhaseField& f : kPhaseFields) this->*f.ms += o.*f.ms;

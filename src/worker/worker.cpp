@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <deque>
@@ -31,6 +32,13 @@
 
 namespace dcp {
 namespace {
+
+// CPU time of this process so far, every thread.
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
 
 struct WorkerArgs {
   std::string socket_path;
@@ -124,6 +132,8 @@ class Worker {
   // is joined before this rank sends another result, so results go out in order.
   std::thread finisher_;
   double idle_ms_ = 0;  // PhaseTimes::idle_ms of the next case, so far
+  double cpu_ms_ = 0;   // PhaseTimes::cpu_ms of the next case
+  double cpu_mark_ms_ = process_cpu_ms();
 };
 
 // Waits as long as it takes between cases (the command decides the pace), but
@@ -288,6 +298,7 @@ RankCaseResult Worker::prepare_case(const Case& c, int case_index, const std::st
     run = std::make_unique<RankCaseRun>(c, *backend, ctx);
     run->add_phase_ms(&PhaseTimes::barrier_ms, barrier_ms);
     run->add_phase_ms(&PhaseTimes::idle_ms, std::exchange(idle_ms_, 0.0));
+    run->add_phase_ms(&PhaseTimes::cpu_ms, std::exchange(cpu_ms_, 0.0));
     return {};
   } catch (const std::exception& e) {
     RankCaseResult r;
@@ -415,6 +426,8 @@ void Worker::run() {
     PhaseClock idle;
     nlohmann::json next = wait_for_message();
     idle.lap(idle_ms_);
+    const double cpu_now = process_cpu_ms();
+    cpu_ms_ += cpu_now - std::exchange(cpu_mark_ms_, cpu_now);
     const std::string type = next.value("type", "");
     if (type != "case") join_finisher();
     if (type == "shutdown") return;
