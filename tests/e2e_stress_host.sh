@@ -41,6 +41,18 @@ else
   fail "the skipped scenario is not reported (exit $rc)"
 fi
 
+# Per-rank phases in the report: every rank, each with the worker's CPU time
+# (cpu_ms > 0: the check alone costs CPU) and its serial phases.
+python3 - "$WORK/skip.json" <<'PY' && ok "the report's phases name every rank and its CPU time" ||
+import json, sys
+p = json.load(open(sys.argv[1]))["phases"]
+ranks = p["per_rank"]
+assert sorted(r["rank"] for r in ranks) == [0, 1], ranks
+assert all(r["cpu_ms"] > 0 and r["check_ms"] > 0 and r["capture_ms"] == 0 for r in ranks), ranks
+assert p["bound_by"], p
+PY
+  fail "the report's phases lack a rank or its CPU time"
+
 # Without --seed a random seed is chosen and printed so the run can be redone.
 timeout 60 "$BIN" stress "${COMMON[@]}" --iterations 2 >"$WORK/rand.out" 2>&1 ||
   fail "stress without --seed exited $?"
