@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 
 namespace dcp {
 
@@ -11,8 +13,32 @@ size_t guard_bytes_for(size_t row_bytes) {
   return std::clamp<size_t>(rounded, 4096, 65536);
 }
 
+namespace {
+
+// Whether every byte is the canary: 8 bytes at a time (the common, intact
+// case; a damaged zone is then walked byte by byte to describe it).
+bool intact(const uint8_t* p, size_t n) {
+  constexpr uint64_t kWord = 0x0101010101010101ull * kGuardCanary;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, sizeof w);
+    if (w != kWord) return false;
+  }
+  for (; i < n; ++i) {
+    if (p[i] != kGuardCanary) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::string describe_guard_damage(const char* buffer, const uint8_t* before, const uint8_t* after,
                                   size_t guard_bytes) {
+  if ((before == nullptr || intact(before, guard_bytes)) &&
+      (after == nullptr || intact(after, guard_bytes))) {
+    return "";
+  }
   std::string out;
   auto add = [&](const std::string& part) { out += out.empty() ? part : "; " + part; };
   if (before != nullptr) {

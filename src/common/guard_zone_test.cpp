@@ -1,6 +1,7 @@
 #include "guard_zone.h"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <vector>
 
@@ -26,6 +27,20 @@ TEST_CASE("guard zones: intact canaries are silent; a changed byte names buffer,
   const std::string both = describe_guard_damage("output", before.data(), after.data(), g);
   CHECK(both.find("before its start") != std::string::npos);
   CHECK(both.find("the first at +100 after the end") != std::string::npos);
+}
+
+TEST_CASE("guard zones: one changed byte anywhere is found, whatever the zone's length") {
+  for (size_t g : {size_t{1}, size_t{7}, size_t{8}, size_t{13}, size_t{4096}}) {
+    for (size_t at = 0; at < g; at += (g > 64 ? 61 : 1)) {
+      std::vector<uint8_t> zone(g, kGuardCanary);
+      CHECK(describe_guard_damage("x", zone.data(), zone.data(), g).empty());
+      zone[at] = kGuardCanary ^ 1;
+      CHECK(describe_guard_damage("x", zone.data(), nullptr, g) ==
+            fmt::format("'x' was written before its start: 1 byte changed, the nearest at -{}", g - at));
+      CHECK(describe_guard_damage("x", nullptr, zone.data(), g) ==
+            fmt::format("'x' was written past its end: 1 byte changed, the first at +{} after the end", at));
+    }
+  }
 }
 
 }  // namespace dcp

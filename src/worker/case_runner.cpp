@@ -106,6 +106,7 @@ struct PendingCheck {
   std::vector<int> ops;
   std::vector<std::vector<uint8_t>> outputs;
   std::future<std::vector<CallCheck>> checks;
+  std::vector<uint64_t> digests;  // output_digest of each output, written by the check
   double check_ms = 0;  // written by the check, read after checks.get()
 };
 
@@ -139,6 +140,7 @@ class CheckPipeline {
       for (size_t i = 0; i < p->outputs.size(); ++i) {
         checks.push_back(check_call_output(p->c, bc_.group_idx, bc_.group_rank, bc_.global_rank,
                                            p->ops[i], p->outputs[i], ctx_.profile));
+        p->digests.push_back(output_digest(p->outputs[i]));
       }
       clock.lap(p->check_ms);
       return checks;
@@ -156,7 +158,7 @@ class CheckPipeline {
     if (count_wait_) result_.phases.check_wait_ms += waited_ms;
     result_.phases.check_ms += pending_->check_ms;
     for (size_t i = 0; i < checks.size(); ++i) {
-      hash_ = fnv1a(hash_, pending_->outputs[i]);
+      hash_ = fold_output_digest(hash_, pending_->digests[i]);
       accumulate_check(result_, std::move(checks[i]));
       if (ctx_.progress) ctx_.progress(pending_->ops[i]);
     }
@@ -288,6 +290,8 @@ uint64_t fnv1a(uint64_t hash, const std::vector<uint8_t>& bytes) {
   for (uint64_t lane : lanes) hash = hash_in(hash, lane);
   return hash;
 }
+
+uint64_t fold_output_digest(uint64_t hash, uint64_t digest) { return hash_in(hash, digest); }
 
 RankCaseRun::RankCaseRun(const Case& c, RankBackend& backend, const CaseRunContext& ctx)
     : c_(c), backend_(backend), ctx_(ctx) {

@@ -80,6 +80,11 @@ RankCaseResult run_case_on_rank(const Case& c, RankBackend& backend, const CaseR
 // a 64-bit word-wise hash, continued from `hash` (start with kFnvOffset).
 inline constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
 uint64_t fnv1a(uint64_t hash, const std::vector<uint8_t>& bytes);
+// A case's output hash after one more call's output (start with kFnvOffset):
+// each output is hashed on its own (on the check's thread, beside the next
+// call), then folded in, in op order.
+inline uint64_t output_digest(const std::vector<uint8_t>& bytes) { return fnv1a(kFnvOffset, bytes); }
+uint64_t fold_output_digest(uint64_t hash, uint64_t digest);
 
 // Throws the KernelFault an injected cuda_error / oom produces: on the GPU a
 // real failing CUDA call (an absurd allocation, an invalid device), on the host
