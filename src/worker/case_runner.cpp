@@ -18,6 +18,7 @@
 #include "generator.h"
 #include "mix.h"
 #include "plan.h"
+#include "thread_pool.h"
 
 namespace dcp {
 namespace {
@@ -140,7 +141,8 @@ class CheckPipeline {
       for (size_t i = 0; i < p->outputs.size(); ++i) {
         checks.push_back(check_call_output(p->c, bc_.group_idx, bc_.group_rank, bc_.global_rank,
                                            p->ops[i], p->outputs[i], ctx_.profile));
-        p->digests.push_back(output_digest(p->outputs[i]));
+        p->digests.push_back(
+            output_digest(p->outputs[i], &ThreadPool::shared(ctx_.profile.num_threads)));
       }
       clock.lap(p->check_ms);
       return checks;
@@ -276,8 +278,10 @@ void hash_block(uint64_t (&lanes)[4], const uint8_t* p) {
 }  // namespace
 
 uint64_t fnv1a(uint64_t hash, const std::vector<uint8_t>& bytes) {
-  const uint8_t* p = bytes.data();
-  const size_t n = bytes.size();
+  return fnv1a(hash, bytes.data(), bytes.size());
+}
+
+uint64_t fnv1a(uint64_t hash, const uint8_t* p, size_t n) {
   uint64_t lanes[4] = {hash + kLaneMul1 + kLaneMul2, hash + kLaneMul2, hash, hash - kLaneMul1};
   size_t i = 0;
   for (; i + 32 <= n; i += 32) hash_block(lanes, p + i);
@@ -288,6 +292,30 @@ uint64_t fnv1a(uint64_t hash, const std::vector<uint8_t>& bytes) {
   }
   hash = hash_in(hash, n);
   for (uint64_t lane : lanes) hash = hash_in(hash, lane);
+  return hash;
+}
+
+uint64_t output_digest(const std::vector<uint8_t>& bytes, ThreadPool* pool) {
+  constexpr size_t kBlock = size_t{64} << 10;
+  const size_t n = bytes.size();
+  const size_t blocks = std::max<size_t>(1, (n + kBlock - 1) / kBlock);
+  std::vector<uint64_t> digests(blocks);
+  auto digest_blocks = [&](int, int64_t begin, int64_t end) {
+    for (auto b = static_cast<size_t>(begin); b < static_cast<size_t>(end); ++b) {
+      const size_t from = b * kBlock;
+      digests[b] = fnv1a(kFnvOffset, bytes.data() + from, std::min(n, from + kBlock) - from);
+    }
+  };
+  const int threads = pool != nullptr ? pool->num_threads() : 1;
+  if (threads > 1 && blocks > 1) {
+    pool->parallel_for(static_cast<int64_t>(blocks),
+                       static_cast<int>(std::min<size_t>(blocks, static_cast<size_t>(threads))),
+                       digest_blocks);
+  } else {
+    digest_blocks(0, 0, static_cast<int64_t>(blocks));
+  }
+  uint64_t hash = hash_in(kFnvOffset, n);
+  for (uint64_t d : digests) hash = hash_in(hash, d);
   return hash;
 }
 

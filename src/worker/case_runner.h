@@ -80,10 +80,15 @@ RankCaseResult run_case_on_rank(const Case& c, RankBackend& backend, const CaseR
 // a 64-bit word-wise hash, continued from `hash` (start with kFnvOffset).
 inline constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
 uint64_t fnv1a(uint64_t hash, const std::vector<uint8_t>& bytes);
-// A case's output hash after one more call's output (start with kFnvOffset):
-// each output is hashed on its own (on the check's thread, beside the next
-// call), then folded in, in op order.
-inline uint64_t output_digest(const std::vector<uint8_t>& bytes) { return fnv1a(kFnvOffset, bytes); }
+uint64_t fnv1a(uint64_t hash, const uint8_t* bytes, size_t n);
+// One call's output hash: fnv1a of each 64 KiB block (the last one shorter),
+// hashed in parallel on `pool` when it has threads, folded in block order
+// with the length, so the value depends on the bytes alone, never on the
+// thread count. The case's hash folds the calls' digests in op order
+// (start with kFnvOffset). Digests run on the check's thread, beside the
+// next call.
+class ThreadPool;
+uint64_t output_digest(const std::vector<uint8_t>& bytes, ThreadPool* pool = nullptr);
 uint64_t fold_output_digest(uint64_t hash, uint64_t digest);
 
 // Throws the KernelFault an injected cuda_error / oom produces: on the GPU a

@@ -1,5 +1,6 @@
 // The output hash (case_runner.h's fnv1a, now word-wise): deterministic,
-// sensitive to every bit, to the length and to the starting value.
+// sensitive to every bit, to the length and to the starting value; and the
+// per-call digest built from it in blocks.
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "case_runner.h"
+#include "thread_pool.h"
 
 namespace dcp {
 namespace {
@@ -66,6 +68,28 @@ TEST_CASE("output hash: a call's output (2 MiB) in well under a millisecond per 
   MESSAGE("output hash: " << ms / 20 << " ms per MiB");
   CHECK(h != kFnvOffset);
   CHECK(ms / 20 < 2.0);  // byte-wise FNV-1a took ~1.4 ms per MiB; generous for busy machines
+}
+
+TEST_CASE("output digest: the bytes alone decide it, not the pool's threads; every block counts") {
+  ThreadPool four(4), one(1);
+  for (size_t n : {size_t{0}, size_t{5}, size_t{64} << 10, (size_t{64} << 10) + 1, size_t{2} << 20}) {
+    std::vector<uint8_t> v = bytes_of(n, 3);
+    const uint64_t d = output_digest(v);
+    CHECK(output_digest(v, &four) == d);
+    CHECK(output_digest(v, &one) == d);
+    if (n == 0) continue;
+    for (size_t at : {size_t{0}, n / 2, n - 1}) {  // first, middle and last block
+      std::vector<uint8_t> w = v;
+      w[at] ^= 0x10;
+      CHECK(output_digest(w, &four) != d);
+    }
+    v.push_back(0);
+    CHECK(output_digest(v, &four) != d);  // the length counts
+  }
+  // The case hash folds digests in op order.
+  const uint64_t a = output_digest(bytes_of(100, 1)), b = output_digest(bytes_of(100, 2));
+  CHECK(fold_output_digest(fold_output_digest(kFnvOffset, a), b) !=
+        fold_output_digest(fold_output_digest(kFnvOffset, b), a));
 }
 
 }  // namespace
