@@ -49,6 +49,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -555,6 +556,9 @@ CallCheck check_rows(const Case& c, const OpGenerator& gen, int group_rank, int 
 
 int checker_threads(int ranks_per_host, int override_threads) {
   if (override_threads > 0) return override_threads;
+  if (const char* env = std::getenv("DCP_CHECK_THREADS"); env != nullptr && std::atoi(env) > 0) {
+    return std::atoi(env);
+  }
   return std::max(1, available_cpus() / std::max(1, ranks_per_host));
 }
 

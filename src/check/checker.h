@@ -40,7 +40,9 @@ CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int gl
 
 // Threads one rank should check with when `ranks_per_host` ranks check at
 // the same time on this host: max(1, available_cpus() / ranks_per_host), or
-// `override_threads` when it is > 0.
+// `override_threads` when it is > 0, else DCP_CHECK_THREADS when that is set
+// to a positive number (diagnosis: how the check's share of the cores moves
+// a run; docs/DESIGN.md).
 int checker_threads(int ranks_per_host, int override_threads = 0);
 
 // The float64 reference of one call's output on `group_rank`, rounded once to
