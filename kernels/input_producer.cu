@@ -5,18 +5,6 @@
 namespace dcp {
 namespace {
 
-// One thread per element (grid-stride): each element is two stream steps (its
-// row's draw, its table entry) and two roundings, so the whole kimi T=128
-// buffer (4 Mi elements) takes microseconds.
-__global__ void input_producer_kernel(OutputRecipe r, uint16_t* out) {
-  const int64_t n = static_cast<int64_t>(r.num_tokens) * r.token_stride;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const auto t = static_cast<int>(i / r.token_stride);
-    out[i] = recipe_bits(r, t, i - static_cast<int64_t>(t) * r.token_stride);
-  }
-}
-
 __device__ __forceinline__ uint64_t global_timer_ns() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -67,19 +55,6 @@ cudaError_t launch_slow_input_producer(const SlowProducerParams* params, int num
   const auto blocks =
       1 + static_cast<unsigned>(std::min<int64_t>((early + kThreads - 1) / kThreads, 1024));
   slow_input_producer_kernel<<<blocks, kThreads, 0, stream>>>(params, trigger_early ? 1 : 0);
-  return cudaGetLastError();
-}
-
-cudaError_t launch_input_producer(const OutputRecipe& r, void* partial_output,
-                                  cudaStream_t stream) {
-  if (partial_output == nullptr || r.token_normal == nullptr || r.num_tokens < 1 ||
-      r.heads < 1 || r.head_dim < 1 || r.token_stride < static_cast<int64_t>(r.heads) * r.head_dim) {
-    return cudaErrorInvalidValue;
-  }
-  constexpr int kThreads = 256;
-  const int64_t n = static_cast<int64_t>(r.num_tokens) * r.token_stride;
-  const auto blocks = static_cast<unsigned>(std::min<int64_t>((n + kThreads - 1) / kThreads, 4096));
-  input_producer_kernel<<<blocks, kThreads, 0, stream>>>(r, static_cast<uint16_t*>(partial_output));
   return cudaGetLastError();
 }
 

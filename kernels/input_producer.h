@@ -1,7 +1,6 @@
-// The harness's input producer: writes one call's partial_output on the
-// device, on the call's stream right before the call, as an attention kernel
-// does in production. The values are recipe_bits (cases/generator_formula.h),
-// the same definition the host generator and the checker use.
+// The slow input producer (Case::producer): a call's inputs written late, by a
+// kernel the op must wait for. The values are recipe_bits
+// (cases/generator_formula.h), as the default preparation's (call_prep.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -9,11 +8,6 @@
 #include "generator_formula.h"
 
 namespace dcp {
-
-// Writes r.num_tokens * r.token_stride 16-bit elements at `partial_output`
-// (device memory); r.token_normal must point to device memory. Capturable.
-cudaError_t launch_input_producer(const OutputRecipe& r, void* partial_output,
-                                  cudaStream_t stream);
 
 // The slow producer's per-call parameters. They live in device memory (the
 // kernel reads them there), so a graph that captured the producer replays

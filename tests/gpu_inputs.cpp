@@ -1,7 +1,9 @@
-// gpu_inputs: the GPU's input producer writes exactly the bytes of the host
-// generator (generate_source_inputs), for random cases of every dtype, empty
-// pattern, special value and padding; so does the slow producer (both inputs,
-// over poison, with and without the early PDL trigger). Exit 77 (skipped, by
+// gpu_inputs: the GPU's call preparation (call_prep.h) writes exactly the
+// bytes of the host generator (generate_source_inputs), for random cases of
+// every dtype, empty pattern, special value and padding, copies the LSE and
+// sequences from the packed sources and fills the output region (or poisons
+// both inputs); so does the slow producer (both inputs, over poison, with and
+// without the early PDL trigger). Exit 77 (skipped, by
 // name) without a GPU.
 #include <cuda_runtime_api.h>
 
@@ -11,6 +13,7 @@
 
 #include "generator.h"
 #include "geometry.h"
+#include "call_prep.h"
 #include "input_producer.h"
 #include "random_case.h"
 
@@ -18,27 +21,87 @@ namespace {
 
 using dcp::Case;
 
-// Bytes the device writes for `streams` (with `tweak` added to the row key).
-bool produce(const Case& c, const dcp::OutputStreams& streams, uint64_t tweak,
-             std::vector<uint8_t>& out) {
+// What one preparation kernel (call_prep.h) wrote.
+struct Prepared {
+  std::vector<uint8_t> out, lse, seqs, region;
+};
+
+constexpr uint8_t kCanary = 0xA5;
+constexpr size_t kGuard = 64, kRegionOut = 256, kRegionLse = 32;
+
+// The preparation of `streams` (with `tweak` added to the row key), `lse` and
+// `seqs` copied from one packed device buffer, and a small output region.
+bool prepare(const Case& c, const dcp::OutputStreams& streams, uint64_t tweak,
+             const std::vector<uint8_t>& lse, const std::vector<uint8_t>& seqs, bool poison,
+             Prepared& got) {
   const size_t bytes = 2 * static_cast<size_t>(c.num_tokens) * c.out_token_stride();
-  void* dev_out = nullptr;
-  void* dev_flags = nullptr;
+  const size_t flags_at = 0, lse_at = (streams.token_normal.size() + 15) / 16 * 16,
+               seqs_at = lse_at + (lse.size() + 15) / 16 * 16;
+  std::vector<uint8_t> packed(seqs_at + seqs.size());
+  std::memcpy(packed.data() + flags_at, streams.token_normal.data(), streams.token_normal.size());
+  std::memcpy(packed.data() + lse_at, lse.data(), lse.size());
+  std::memcpy(packed.data() + seqs_at, seqs.data(), seqs.size());
+  dcp::OutputRegion region;
+  region.guard_bytes = kGuard;
+  region.out_bytes = kRegionOut;
+  region.lse_bytes = kRegionLse;
+  void *dev_out = nullptr, *dev_packed = nullptr, *dev_lse = nullptr, *dev_seqs = nullptr;
   bool ok = cudaMalloc(&dev_out, bytes) == cudaSuccess &&
-            cudaMalloc(&dev_flags, streams.token_normal.size()) == cudaSuccess &&
+            cudaMalloc(&dev_packed, packed.size()) == cudaSuccess &&
+            cudaMalloc(&dev_lse, lse.size()) == cudaSuccess &&
+            cudaMalloc(&dev_seqs, seqs.size() + 1) == cudaSuccess &&
+            cudaMalloc(&region.base, region.total_bytes()) == cudaSuccess &&
             cudaMemset(dev_out, 0, bytes) == cudaSuccess &&
-            cudaMemcpy(dev_flags, streams.token_normal.data(), streams.token_normal.size(),
-                       cudaMemcpyHostToDevice) == cudaSuccess;
+            cudaMemset(dev_lse, 0, lse.size()) == cudaSuccess &&
+            cudaMemset(region.base, 0, region.total_bytes()) == cudaSuccess &&
+            cudaMemcpy(dev_packed, packed.data(), packed.size(), cudaMemcpyHostToDevice) ==
+                cudaSuccess;
   if (ok) {
-    dcp::OutputRecipe r = streams.recipe(c, static_cast<const uint8_t*>(dev_flags));
-    r.row_key += tweak;
-    out.resize(bytes);
-    ok = dcp::launch_input_producer(r, dev_out, nullptr) == cudaSuccess &&
-         cudaMemcpy(out.data(), dev_out, bytes, cudaMemcpyDeviceToHost) == cudaSuccess;
+    const auto* sources = static_cast<const uint8_t*>(dev_packed);
+    dcp::CallPrep p;
+    p.recipe = streams.recipe(c, sources + flags_at);
+    p.recipe.row_key += tweak;
+    p.partial_output = static_cast<uint16_t*>(dev_out);
+    p.poison_inputs = poison;
+    p.lse_src = sources + lse_at;
+    p.partial_lse = static_cast<uint8_t*>(dev_lse);
+    p.lse_bytes = lse.size();
+    p.seq_src = sources + seqs_at;
+    p.sequences = static_cast<uint8_t*>(dev_seqs);
+    p.seq_bytes = seqs.size();
+    p.region = region;
+    p.canary = kCanary;
+    got.out.resize(bytes);
+    got.lse.resize(lse.size());
+    got.seqs.resize(seqs.size());
+    got.region.resize(region.total_bytes());
+    ok = dcp::launch_call_prep(p, nullptr) == cudaSuccess &&
+         cudaMemcpy(got.out.data(), dev_out, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
+         cudaMemcpy(got.lse.data(), dev_lse, lse.size(), cudaMemcpyDeviceToHost) == cudaSuccess &&
+         cudaMemcpy(got.seqs.data(), dev_seqs, seqs.size(), cudaMemcpyDeviceToHost) ==
+             cudaSuccess &&
+         cudaMemcpy(got.region.data(), region.base, region.total_bytes(),
+                    cudaMemcpyDeviceToHost) == cudaSuccess;
   }
-  cudaFree(dev_out);
-  cudaFree(dev_flags);
+  for (void* ptr : {dev_out, dev_packed, dev_lse, dev_seqs, region.base}) cudaFree(ptr);
   return ok;
+}
+
+// The region as the preparation must leave it: canary guards, poison elsewhere.
+bool region_filled(const std::vector<uint8_t>& region) {
+  for (size_t i = 0; i < region.size(); ++i) {
+    const bool guard = i < kGuard || (i >= kGuard + kRegionOut && i < 2 * kGuard + kRegionOut) ||
+                       i >= 2 * kGuard + kRegionOut + kRegionLse;
+    if (region[i] != (guard ? kCanary : 0xFF)) return false;
+  }
+  return true;
+}
+
+bool all_ff(const std::vector<uint8_t>& v) {
+  for (uint8_t b : v) {
+    if (b != 0xFF) return false;
+  }
+  return true;
 }
 
 // The slow producer's partial_output and partial_lse, written over 0xFF.
@@ -97,17 +160,36 @@ int main() {
       const dcp::SourceInputs inputs = dcp::generate_source_inputs(c, group, op, src);
       const std::vector<uint8_t>& host = inputs.partial_output;
       const dcp::OutputStreams streams = dcp::output_streams(gen, c, src);
-      std::vector<uint8_t> device;
-      if (!produce(c, streams, 0, device)) {
+      std::vector<uint8_t> seqs(4 * (2 * static_cast<size_t>(src) + 3));
+      for (size_t k = 0; k < seqs.size(); ++k) seqs[k] = static_cast<uint8_t>(k * 7 + i);
+      Prepared got;
+      if (!prepare(c, streams, 0, inputs.partial_lse, seqs, false, got)) {
         std::printf("FAIL: gpu_inputs: CUDA error: %s\n", cudaGetErrorString(cudaGetLastError()));
         return 1;
       }
+      const std::vector<uint8_t>& device = got.out;
       if (device != host) {
         size_t at = 0;
         while (device[at] == host[at]) ++at;
         std::printf("FAIL: gpu_inputs: case %s source %d: byte %zu is 0x%02x on the device, "
                     "0x%02x on the host\n",
                     dcp::format_case_id(c).c_str(), src, at, device[at], host[at]);
+        return 1;
+      }
+      if (got.lse != inputs.partial_lse || got.seqs != seqs || !region_filled(got.region)) {
+        std::printf("FAIL: gpu_inputs: case %s source %d: the preparation's %s is wrong\n",
+                    dcp::format_case_id(c).c_str(), src,
+                    got.lse != inputs.partial_lse ? "partial_lse"
+                    : got.seqs != seqs           ? "sequences"
+                                                 : "output region");
+        return 1;
+      }
+      Prepared poisoned;
+      if (!prepare(c, streams, 0, inputs.partial_lse, seqs, true, poisoned) ||
+          !all_ff(poisoned.out) || !all_ff(poisoned.lse) || poisoned.seqs != seqs) {
+        std::printf("FAIL: gpu_inputs: case %s source %d: the preparation with poisoned inputs "
+                    "left other bytes than 0xFF (or failed: %s)\n",
+                    dcp::format_case_id(c).c_str(), src, cudaGetErrorString(cudaGetLastError()));
         return 1;
       }
       std::vector<uint8_t> slow_out, slow_lse;
@@ -131,14 +213,16 @@ int main() {
   c.empty = dcp::EmptyPattern::kNone;
   c.special = dcp::SpecialLse::kNone;
   const dcp::OpGenerator gen(c, 0, 0);
-  std::vector<uint8_t> tweaked;
-  if (!produce(c, dcp::output_streams(gen, c, 0), 1, tweaked) ||
-      tweaked == dcp::generate_source_inputs(c, 0, 0, 0).partial_output) {
+  const dcp::SourceInputs inputs = dcp::generate_source_inputs(c, 0, 0, 0);
+  Prepared tweaked;
+  if (!prepare(c, dcp::output_streams(gen, c, 0), 1, inputs.partial_lse, {}, false, tweaked) ||
+      tweaked.out == inputs.partial_output) {
     std::printf("FAIL: gpu_inputs: a producer with a wrong row-scale key matched the host\n");
     return 1;
   }
   std::printf("PASS: gpu_inputs: %lld elements of 60 random cases bit-identical to the host "
-              "(both producers); a wrong producer differs\n",
+              "(the preparation, its LSE, sequences and region, and the slow producer); a wrong "
+              "producer differs\n",
               static_cast<long long>(compared));
   return 0;
 }

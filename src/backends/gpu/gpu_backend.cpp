@@ -1,13 +1,15 @@
 // The GPU backend (see gpu_backend.h).
 //
-// Every call, whatever the mode, is the same sequence on one stream: copy the
-// inputs in (from pinned staging), poison the output (0xFF bytes: NaN in fp16
-// and bf16), skew delay, the op (or a replay of the graph that captured it),
-// copy the output out (a reuse case writes NaN over both inputs first,
-// right after the op). With a slow producer (Case::producer) both inputs are
-// poisoned instead and the producer kernel, the last thing before the op,
-// writes them (under graphs it is captured with the op, its parameters
-// copied in before each replay). Modes differ only in buffers and synchronisation:
+// Every call, whatever the mode, is the same sequence on one stream: one copy
+// of the packed inputs in (from pinned staging), one preparation kernel
+// (kernels/call_prep.h: partial_output written from its streams, the LSE and
+// sequences put in their own buffers, the output poisoned with 0xFF bytes,
+// NaN in fp16 and bf16, its guards filled), skew delay, the op (or a replay
+// of the graph that captured it), copy the output out (a reuse case writes
+// NaN over both inputs first, right after the op). With a slow producer
+// (Case::producer) both inputs are poisoned instead and the producer kernel,
+// the last thing before the op, writes them (under graphs it is captured
+// with the op, its parameters copied in before each replay). Modes differ only in buffers and synchronisation:
 //   eager      one buffer set, host sync after every call;
 //   pipelined  one buffer set per call, one sync after the whole batch;
 //   graph      one buffer set per graph: each slot caches up to
@@ -41,13 +43,13 @@
 #include <type_traits>
 
 #include "alloc_churn.h"
+#include "call_prep.h"
 #include "cuda_check.h"
 #include "cuda_raii.h"
 #include "direct_a2a.h"
 #include "errors.h"
 #include "guard_zone.h"
 #include "input_producer.h"
-#include "output_region.h"
 #include "kernel_instance.h"
 #include "mutants.h"
 #include "sm_pressure_host.h"
@@ -76,6 +78,23 @@ struct CallShape {
   size_t lse_out_bytes = 0;  // the combined LSE, when the kernel writes it (else 0)
   Producer producer = Producer::kDefault;
   bool reuse = false;  // Case::reuse: NaN over both inputs right after the op
+  // seq_lens then query_start_loc (0 bytes without masking).
+  size_t seq_bytes() const {
+    return num_seq_slots > 0 ? 2 * sizeof(int32_t) * (static_cast<size_t>(num_seq_slots) + 1) : 0;
+  }
+};
+
+// A call's packed sources (call_prep.h): the token flags, the LSE bytes and
+// the sequences, each at a 16-byte aligned offset, staged together and copied
+// in with one copy; the preparation kernel reads them from there.
+struct PackedInputs {
+  size_t flags = 0, lse = 0, seqs = 0, total = 0;
+  explicit PackedInputs(const CallShape& sh) {
+    auto up = [](size_t n) { return (n + 15) / 16 * 16; };
+    lse = up(static_cast<size_t>(sh.num_tokens));
+    seqs = lse + up(sh.in_lse_bytes);
+    total = seqs + sh.seq_bytes();
+  }
 };
 
 // DCP_TRACE_STEPS=<ms> (diagnosis only, off by default): every step of a
@@ -120,17 +139,18 @@ class StepTrace {
 // How long the slow producer's last token row is late.
 constexpr uint32_t kSlowProducerDelayNs = 30'000;
 
-// `sequences` is seq_lens then query_start_loc, num_seq_slots + 1 int32 each
-// (one copy in); `output` is the output region (kernels/output_region.h:
-// guards, output, combined LSE), filled by one kernel before the call and
-// copied out whole into the staging's `output` after it.
+// `sequences` is seq_lens then query_start_loc, num_seq_slots + 1 int32 each;
+// `packed` the call's packed sources (PackedInputs), one copy in; `output` is
+// the output region (kernels/output_region.h: guards, output, combined LSE),
+// filled by the preparation kernel before the call and copied out whole into
+// the staging's `output` after it. The staging's partial_output holds bytes
+// to copy in (the benchmark's inputs), never touched for streams.
 struct CallBuffers {  // device side of one call
-  DeviceBuffer partial_output, partial_lse, sequences, output, token_normal;
-  DeviceBuffer lse_source, producer_params;  // the slow producer's (SlowProducerParams)
+  DeviceBuffer partial_output, partial_lse, sequences, output, packed;
+  DeviceBuffer producer_params;  // the slow producer's (SlowProducerParams)
 };
 struct CallStaging {  // host side of one call
-  PinnedBuffer partial_output, partial_lse, sequences, output, token_normal;
-  PinnedBuffer producer_params;
+  PinnedBuffer partial_output, packed, output, producer_params;
 };
 
 // Everything one op launch reads: the plugin call's arguments. Zeroed with
@@ -204,8 +224,8 @@ class GpuBackend final : public RankBackend {
   void enqueue_op(const OpLaunch& op, cudaStream_t s, int ctx);
   void enqueue_inputs(const CallShape& sh, const CallInputs& in, CallStaging& st, CallBuffers& b,
                       cudaStream_t s);
-  void enqueue_slow_inputs(const CallShape& sh, const CallInputs& in, CallStaging& st,
-                           CallBuffers& b, cudaStream_t s);
+  void enqueue_producer_params(const CallShape& sh, const CallInputs& in, CallStaging& st,
+                               CallBuffers& b, cudaStream_t s);
   void launch_producer(const CallShape& sh, const CallBuffers& b, cudaStream_t s);
   void enqueue_call(const CallShape& sh, const CallInputs& in, CallStaging& st, CallBuffers& b,
                     cudaStream_t s, cudaGraphExec_t graph, PhaseTimes* phases);
@@ -559,29 +579,26 @@ CallShape GpuBackend::shape_of(const Case& c, const Batch& batch) const {
 
 void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) const {
   const int rank = cfg_.global_rank;
-  const size_t seq_bytes = sizeof(int32_t) * (sh.num_seq_slots + 1);
+  const PackedInputs packed(sh);
   b.partial_output.ensure(sh.in_out_bytes, rank);
   b.partial_lse.ensure(sh.in_lse_bytes, rank);
-  b.sequences.ensure(2 * seq_bytes, rank);
+  b.sequences.ensure(std::max(sh.seq_bytes(), 2 * sizeof(int32_t)), rank);
   b.output.ensure(region_of(sh, b).total_bytes(), rank);
-  b.token_normal.ensure(sh.num_tokens, rank);
+  b.packed.ensure(packed.total, rank);
   if (sh.producer != Producer::kDefault) {
-    b.lse_source.ensure(sh.in_lse_bytes, rank);
     b.producer_params.ensure(sizeof(SlowProducerParams), rank);
     st.producer_params.ensure(sizeof(SlowProducerParams), rank);
   }
-  st.token_normal.ensure(sh.num_tokens, rank);
-  st.partial_output.ensure(sh.in_out_bytes, rank);
-  st.partial_lse.ensure(sh.in_lse_bytes, rank);
-  st.sequences.ensure(2 * seq_bytes, rank);
+  st.packed.ensure(packed.total, rank);
   st.output.ensure(region_of(sh, b).total_bytes(), rank);
 }
 
-// Copies one call's inputs into pinned staging. Sequences are padded to
-// num_seq_slots with empty ranges at the end (query_start_loc repeats its last
-// entry, seq_lens 1): no token falls into them, so masking is unchanged.
-// partial_output is either bytes (copied) or streams (only their per-token
-// flags are staged; the producer kernel writes the values on the device).
+// Copies one call's inputs into pinned staging (PackedInputs). Sequences are
+// padded to num_seq_slots with empty ranges at the end (query_start_loc
+// repeats its last entry, seq_lens 1): no token falls into them, so masking
+// is unchanged. partial_output is either bytes (staged apart, copied) or
+// streams (only their per-token flags are staged; the preparation kernel
+// writes the values on the device).
 void GpuBackend::stage(const CallShape& sh, const CallInputs& in, CallStaging& st) const {
   const size_t out_bytes =
       in.output_streams ? in.output_streams->token_normal.size() : in.partial_output.size();
@@ -591,18 +608,21 @@ void GpuBackend::stage(const CallShape& sh, const CallInputs& in, CallStaging& s
             in.partial_lse.size(), want_out, sh.in_lse_bytes);
   DCP_CHECK(in.slot >= 0 && in.slot < kMaxSlots, HarnessError, "call {}: slot {} out of range",
             in.op_idx, in.slot);
+  const PackedInputs packed(sh);
+  auto* staged = static_cast<uint8_t*>(st.packed.data());
   if (in.output_streams) {
-    std::memcpy(st.token_normal.data(), in.output_streams->token_normal.data(), out_bytes);
+    std::memcpy(staged + packed.flags, in.output_streams->token_normal.data(), out_bytes);
   } else {
+    st.partial_output.ensure(sh.in_out_bytes, cfg_.global_rank);
     std::memcpy(st.partial_output.data(), in.partial_output.data(), sh.in_out_bytes);
   }
-  std::memcpy(st.partial_lse.data(), in.partial_lse.data(), sh.in_lse_bytes);
+  std::memcpy(staged + packed.lse, in.partial_lse.data(), sh.in_lse_bytes);
   if (sh.num_seq_slots == 0) return;
   const size_t num_seqs = in.seq_lens.size();
   DCP_CHECK(in.query_start_loc.size() == num_seqs + 1, HarnessError,
             "call {}: {} seq_lens but {} query_start_loc entries", in.op_idx, num_seqs,
             in.query_start_loc.size());
-  auto* lens = static_cast<int32_t*>(st.sequences.data());
+  auto* lens = reinterpret_cast<int32_t*>(staged + packed.seqs);
   int32_t* qsl = lens + sh.num_seq_slots + 1;
   for (int s = 0; s < sh.num_seq_slots; ++s) {
     lens[s] = s < static_cast<int>(num_seqs) ? in.seq_lens[s] : 1;
@@ -646,39 +666,50 @@ void GpuBackend::enqueue_op(const OpLaunch& op, cudaStream_t s, int ctx) {
   contexts_[static_cast<size_t>(ctx)].instance->call(args);
 }
 
-// Today's inputs: partial_output by the producer kernel (or copied), then the
-// copies of the LSE.
+// The call's inputs: partial_output's bytes when staged as bytes, the packed
+// sources, then the preparation kernel (call_prep.h), which also fills the
+// output region. With a slow producer both inputs are poisoned instead (0xFF:
+// NaN in every dtype), so an op that reads before the producer wrote reads poison.
 void GpuBackend::enqueue_inputs(const CallShape& sh, const CallInputs& in, CallStaging& st,
                                 CallBuffers& b, cudaStream_t s) {
-  if (in.output_streams) {
-    check(cudaMemcpyAsync(b.token_normal.data(), st.token_normal.data(), sh.num_tokens,
-                          cudaMemcpyHostToDevice, s),
-          "copy token flags in", false);
-    const OutputRecipe r = in.output_streams->recipe(
-        *current_, static_cast<const uint8_t*>(b.token_normal.data()));
-    check(launch_input_producer(r, b.partial_output.data(), s), "produce partial_output", false);
-  } else {
+  const PackedInputs packed(sh);
+  if (!in.output_streams) {
     check(cudaMemcpyAsync(b.partial_output.data(), st.partial_output.data(), sh.in_out_bytes,
                           cudaMemcpyHostToDevice, s),
           "copy partial_output in", false);
   }
-  check(cudaMemcpyAsync(b.partial_lse.data(), st.partial_lse.data(), sh.in_lse_bytes,
-                        cudaMemcpyHostToDevice, s),
-        "copy partial_lse in", false);
+  check(cudaMemcpyAsync(b.packed.data(), st.packed.data(), packed.total, cudaMemcpyHostToDevice, s),
+        "copy token flags, LSE and sequences in", false);
+  const auto* sources = static_cast<const uint8_t*>(b.packed.data());
+  CallPrep p;
+  if (in.output_streams) {
+    p.recipe = in.output_streams->recipe(*current_, sources + packed.flags);
+    p.partial_output = static_cast<uint16_t*>(b.partial_output.data());
+  }
+  p.poison_inputs = sh.producer != Producer::kDefault;
+  p.lse_src = sources + packed.lse;
+  p.partial_lse = static_cast<uint8_t*>(b.partial_lse.data());
+  p.lse_bytes = sh.in_lse_bytes;
+  p.seq_src = sources + packed.seqs;
+  p.sequences = static_cast<uint8_t*>(b.sequences.data());
+  p.seq_bytes = sh.seq_bytes();
+  p.region = region_of(sh, b);
+  p.canary = kGuardCanary;
+  check(launch_call_prep(p, s), "prepare inputs, poison output, fill guards", false);
 }
 
-// The slow producer's inputs: its parameters, the token flags and the LSE
-// bytes it copies, then both input buffers poisoned (0xFF: NaN in every
-// dtype), so an op that reads before the producer wrote reads poison.
-void GpuBackend::enqueue_slow_inputs(const CallShape& sh, const CallInputs& in, CallStaging& st,
-                                     CallBuffers& b, cudaStream_t s) {
+// The slow producer's parameters; it reads the token flags and the LSE bytes
+// from the packed sources, which enqueue_inputs copies in next.
+void GpuBackend::enqueue_producer_params(const CallShape& sh, const CallInputs& in,
+                                         CallStaging& st, CallBuffers& b, cudaStream_t s) {
   DCP_CHECK(in.output_streams.has_value(), HarnessError,
             "call {}: a slow producer needs the output's streams", in.op_idx);
+  const PackedInputs packed(sh);
+  const auto* sources = static_cast<const uint8_t*>(b.packed.data());
   SlowProducerParams p{};
-  p.recipe = in.output_streams->recipe(*current_,
-                                       static_cast<const uint8_t*>(b.token_normal.data()));
+  p.recipe = in.output_streams->recipe(*current_, sources + packed.flags);
   p.partial_output = static_cast<uint16_t*>(b.partial_output.data());
-  p.lse_src = static_cast<const uint8_t*>(b.lse_source.data());
+  p.lse_src = sources + packed.lse;
   p.partial_lse = static_cast<uint8_t*>(b.partial_lse.data());
   p.lse_row_bytes = static_cast<int64_t>(sh.in_lse_bytes / sh.num_tokens);
   p.delay_ns = kSlowProducerDelayNs;
@@ -686,16 +717,6 @@ void GpuBackend::enqueue_slow_inputs(const CallShape& sh, const CallInputs& in, 
   check(cudaMemcpyAsync(b.producer_params.data(), st.producer_params.data(), sizeof p,
                         cudaMemcpyHostToDevice, s),
         "copy producer parameters in", false);
-  check(cudaMemcpyAsync(b.token_normal.data(), st.token_normal.data(), sh.num_tokens,
-                        cudaMemcpyHostToDevice, s),
-        "copy token flags in", false);
-  check(cudaMemcpyAsync(b.lse_source.data(), st.partial_lse.data(), sh.in_lse_bytes,
-                        cudaMemcpyHostToDevice, s),
-        "copy the producer's LSE in", false);
-  check(cudaMemsetAsync(b.partial_output.data(), 0xFF, sh.in_out_bytes, s),
-        "poison partial_output", false);
-  check(cudaMemsetAsync(b.partial_lse.data(), 0xFF, sh.in_lse_bytes, s), "poison partial_lse",
-        false);
 }
 
 void GpuBackend::launch_producer(const CallShape& sh, const CallBuffers& b, cudaStream_t s) {
@@ -714,20 +735,9 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
   if (phases != nullptr) clock.lap(phases->stage_ms);
   trace.mark("stage");
   const bool slow = sh.producer != Producer::kDefault;
-  if (slow) {
-    enqueue_slow_inputs(sh, in, st, b, s);
-  } else {
-    enqueue_inputs(sh, in, st, b, s);
-  }
-  trace.mark("inputs");
-  if (sh.num_seq_slots > 0) {
-    const size_t n = 2 * sizeof(int32_t) * (sh.num_seq_slots + 1);
-    check(cudaMemcpyAsync(b.sequences.data(), st.sequences.data(), n, cudaMemcpyHostToDevice, s),
-          "copy seq_lens and query_start_loc in", false);
-  }
-  const OutputRegion region = region_of(sh, b);
-  check(launch_fill_output_region(region, kGuardCanary, s), "poison output, fill guards", false);
-  trace.mark("seq lens, poison and guards");
+  if (slow) enqueue_producer_params(sh, in, st, b, s);
+  enqueue_inputs(sh, in, st, b, s);
+  trace.mark("inputs, poison and guards");
   check(launch_delay(in.skew_ns, s), "skew delay", false);
   trace.mark("skew delay");
   if (graph != nullptr) {
@@ -746,6 +756,7 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
           "overwrite partial_lse after the call", false);
     trace.mark("input reuse");
   }
+  const OutputRegion region = region_of(sh, b);
   check(cudaMemcpyAsync(st.output.data(), region.base, region.total_bytes(),
                         cudaMemcpyDeviceToHost, s),
         "copy output region out", false);
@@ -1007,12 +1018,7 @@ std::vector<double> GpuBackend::bench(const Case& c, const Batch& batch, const B
   for (size_t i = 0; i < k; ++i) {
     ensure(sh, bufs[i], st[i]);
     stage(sh, batch.calls[i], st[i]);
-    check(cudaMemcpyAsync(bufs[i].partial_output.data(), st[i].partial_output.data(),
-                          sh.in_out_bytes, cudaMemcpyHostToDevice, s),
-          "copy partial_output in", false);
-    check(cudaMemcpyAsync(bufs[i].partial_lse.data(), st[i].partial_lse.data(), sh.in_lse_bytes,
-                          cudaMemcpyHostToDevice, s),
-          "copy partial_lse in", false);
+    enqueue_inputs(sh, batch.calls[i], st[i], bufs[i], s);
   }
   sync_all();
   // Declared after the buffers: destroyed first.

@@ -1,0 +1,74 @@
+#include "call_prep.h"
+
+#include <algorithm>
+
+namespace dcp {
+namespace {
+
+// Every part grid-strided by every thread: the largest (partial_output, the
+// whole kimi T=128 buffer is 4 Mi elements, two stream steps and two
+// roundings each) sizes the grid.
+__global__ void call_prep_kernel(CallPrep p) {
+  const int64_t first = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  if (p.partial_output != nullptr) {
+    const int64_t stride = p.recipe.token_stride;
+    const int64_t n = static_cast<int64_t>(p.recipe.num_tokens) * stride;
+    for (int64_t i = first; i < n; i += step) {
+      const auto t = static_cast<int>(i / stride);
+      p.partial_output[i] =
+          p.poison_inputs ? uint16_t{0xFFFF} : recipe_bits(p.recipe, t, i - int64_t{t} * stride);
+    }
+  }
+  for (int64_t i = first; i < static_cast<int64_t>(p.lse_bytes); i += step) {
+    p.partial_lse[i] = p.poison_inputs ? uint8_t{0xFF} : p.lse_src[i];
+  }
+  for (int64_t i = first; i < static_cast<int64_t>(p.seq_bytes); i += step) {
+    p.sequences[i] = p.seq_src[i];
+  }
+  // The region, word by word: the canary in a guard, else poison.
+  const OutputRegion& r = p.region;
+  auto* words = static_cast<uint32_t*>(r.base);
+  const auto guard = static_cast<int64_t>(r.guard_bytes / 4);
+  const int64_t out_end = guard + static_cast<int64_t>(r.out_bytes / 4);  // second guard
+  const int64_t lse_begin = out_end + guard, lse_end = lse_begin + static_cast<int64_t>(r.lse_bytes / 4);
+  const uint32_t canary = p.canary * 0x01010101u;
+  for (int64_t i = first; i < static_cast<int64_t>(r.total_bytes() / 4); i += step) {
+    const bool poison = (i >= guard && i < out_end) || (i >= lse_begin && i < lse_end);
+    words[i] = poison ? 0xFFFFFFFFu : canary;
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_call_prep(const CallPrep& p, cudaStream_t stream) {
+  const OutputRegion& r = p.region;
+  if (reinterpret_cast<uintptr_t>(r.base) % 4 != 0 || r.guard_bytes % 4 != 0 ||
+      r.out_bytes % 4 != 0 || r.lse_bytes % 4 != 0 || (r.base == nullptr && r.total_bytes() > 0)) {
+    return cudaErrorInvalidValue;
+  }
+  const OutputRecipe& rec = p.recipe;
+  int64_t out_elems = 0;
+  if (p.partial_output != nullptr) {
+    if (rec.num_tokens < 1 || rec.heads < 1 || rec.head_dim < 1 ||
+        rec.token_stride < static_cast<int64_t>(rec.heads) * rec.head_dim ||
+        (!p.poison_inputs && rec.token_normal == nullptr)) {
+      return cudaErrorInvalidValue;
+    }
+    out_elems = static_cast<int64_t>(rec.num_tokens) * rec.token_stride;
+  }
+  if ((p.lse_bytes > 0 && (p.partial_lse == nullptr || (!p.poison_inputs && p.lse_src == nullptr))) ||
+      (p.seq_bytes > 0 && (p.sequences == nullptr || p.seq_src == nullptr))) {
+    return cudaErrorInvalidValue;
+  }
+  const int64_t most = std::max({out_elems, static_cast<int64_t>(p.lse_bytes),
+                                 static_cast<int64_t>(p.seq_bytes),
+                                 static_cast<int64_t>(r.total_bytes() / 4)});
+  if (most == 0) return cudaSuccess;
+  constexpr int kThreads = 256;
+  const auto blocks = static_cast<unsigned>(std::min<int64_t>((most + kThreads - 1) / kThreads, 4096));
+  call_prep_kernel<<<blocks, kThreads, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace dcp
