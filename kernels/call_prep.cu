@@ -31,7 +31,8 @@ __global__ void call_prep_kernel(CallPrep p) {
   auto* words = static_cast<uint32_t*>(r.base);
   const auto guard = static_cast<int64_t>(r.guard_bytes / 4);
   const int64_t out_end = guard + static_cast<int64_t>(r.out_bytes / 4);  // second guard
-  const int64_t lse_begin = out_end + guard, lse_end = lse_begin + static_cast<int64_t>(r.lse_bytes / 4);
+  const int64_t lse_begin = out_end + guard,
+                lse_end = lse_begin + static_cast<int64_t>(r.lse_bytes / 4);
   const uint32_t canary = p.canary * 0x01010101u;
   for (int64_t i = first; i < static_cast<int64_t>(r.total_bytes() / 4); i += step) {
     const bool poison = (i >= guard && i < out_end) || (i >= lse_begin && i < lse_end);
@@ -57,16 +58,18 @@ cudaError_t launch_call_prep(const CallPrep& p, cudaStream_t stream) {
     }
     out_elems = static_cast<int64_t>(rec.num_tokens) * rec.token_stride;
   }
-  if ((p.lse_bytes > 0 && (p.partial_lse == nullptr || (!p.poison_inputs && p.lse_src == nullptr))) ||
+  if ((p.lse_bytes > 0 &&
+       (p.partial_lse == nullptr || (!p.poison_inputs && p.lse_src == nullptr))) ||
       (p.seq_bytes > 0 && (p.sequences == nullptr || p.seq_src == nullptr))) {
     return cudaErrorInvalidValue;
   }
-  const int64_t most = std::max({out_elems, static_cast<int64_t>(p.lse_bytes),
-                                 static_cast<int64_t>(p.seq_bytes),
-                                 static_cast<int64_t>(r.total_bytes() / 4)});
+  const int64_t most =
+      std::max({out_elems, static_cast<int64_t>(p.lse_bytes), static_cast<int64_t>(p.seq_bytes),
+                static_cast<int64_t>(r.total_bytes() / 4)});
   if (most == 0) return cudaSuccess;
   constexpr int kThreads = 256;
-  const auto blocks = static_cast<unsigned>(std::min<int64_t>((most + kThreads - 1) / kThreads, 4096));
+  const auto blocks =
+      static_cast<unsigned>(std::min<int64_t>((most + kThreads - 1) / kThreads, 4096));
   call_prep_kernel<<<blocks, kThreads, 0, stream>>>(p);
   return cudaGetLastError();
 }

@@ -9,7 +9,8 @@
 // NaN over both inputs first, right after the op). With a slow producer
 // (Case::producer) both inputs are poisoned instead and the producer kernel,
 // the last thing before the op, writes them (under graphs it is captured
-// with the op, its parameters copied in before each replay). Modes differ only in buffers and synchronisation:
+// with the op, its parameters copied in before each replay). Modes differ
+// only in buffers and synchronisation:
 //   eager      one buffer set, host sync after every call;
 //   pipelined  one buffer set per call, one sync after the whole batch;
 //   graph      one buffer set per graph: each slot caches up to
