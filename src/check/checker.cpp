@@ -486,13 +486,12 @@ void check_lse_of_row(const Case& c, const CombineWeights& w, int global_rank, i
 // CallCheck, not to the caller's array of them: chunks' counters side by side
 // would share cache lines between threads.
 CallCheck check_rows(const Case& c, const OpGenerator& gen, int group_rank, int global_rank,
-                     int op_idx, const std::vector<uint8_t>& got, const CheckProfile& profile,
-                     int max_reported, int64_t begin, int64_t end) {
+                     int op_idx, std::span<const uint8_t> got, std::span<const uint8_t> lse,
+                     const CheckProfile& profile, int max_reported, int64_t begin, int64_t end) {
   CallCheck out;
   const Format f = format_of(c.out_dtype);
   const int h_count = c.geometry.heads_per_rank, d_count = c.geometry.head_dim;
   const auto elem_bytes = static_cast<size_t>(format_bytes(f));
-  const size_t lse_offset = static_cast<size_t>(c.num_tokens) * h_count * d_count * elem_bytes;
   RowReference r;
   FusedRow fused;
   for (int64_t row = begin; row < end; ++row) {
@@ -502,7 +501,7 @@ CallCheck check_rows(const Case& c, const OpGenerator& gen, int group_rank, int 
     const uint8_t* got_row = got.data() + base * elem_bytes;
     row_weights(c, gen, t, head, r);
     if (profile.combined_lse && !profile.upstream) {
-      check_lse_of_row(c, r.weights, global_rank, op_idx, t, h, got.data() + lse_offset,
+      check_lse_of_row(c, r.weights, global_rank, op_idx, t, h, lse.data(),
                        max_reported, out);
     }
     const double bound_scale = 4.0 * c.dcp_size + 16 + 9 * r.weights.lse_magnitude;
@@ -552,6 +551,12 @@ CallCheck check_rows(const Case& c, const OpGenerator& gen, int group_rank, int 
   return out;
 }
 
+// Bytes of one call's [T, H, D] output in its dtype.
+size_t output_bytes_of(const Case& c) {
+  return static_cast<size_t>(c.num_tokens) * c.geometry.heads_per_rank * c.geometry.head_dim *
+         static_cast<size_t>(format_bytes(format_of(c.out_dtype)));
+}
+
 }  // namespace
 
 int checker_threads(int ranks_per_host, int override_threads) {
@@ -565,17 +570,26 @@ int checker_threads(int ranks_per_host, int override_threads) {
 CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int global_rank,
                             int op_idx, const std::vector<uint8_t>& got,
                             const CheckProfile& profile, int max_reported) {
-  const Format f = format_of(c.out_dtype);
+  const size_t out_bytes = std::min(got.size(), output_bytes_of(c));
+  const std::span<const uint8_t> all(got);
+  return check_call_output(c, group_idx, group_rank, global_rank, op_idx, all.first(out_bytes),
+                           all.subspan(out_bytes), profile, max_reported);
+}
+
+CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int global_rank,
+                            int op_idx, std::span<const uint8_t> got,
+                            std::span<const uint8_t> lse, const CheckProfile& profile,
+                            int max_reported) {
   const int h_count = c.geometry.heads_per_rank, d_count = c.geometry.head_dim;
-  const size_t out_bytes =
-      static_cast<size_t>(c.num_tokens) * h_count * d_count * static_cast<size_t>(format_bytes(f));
+  const size_t out_bytes = output_bytes_of(c);
   const size_t lse_bytes =
       profile.combined_lse ? sizeof(float) * c.num_tokens * static_cast<size_t>(h_count) : 0;
-  const size_t expected = out_bytes + lse_bytes;
-  DCP_CHECK(got.size() == expected, HarnessError,
-            "output of op {} on rank {} has {} bytes, expected {} ([T={}, H={}, D={}] {})", op_idx,
-            global_rank, got.size(), expected, c.num_tokens, h_count, d_count,
-            to_string(c.out_dtype));
+  DCP_CHECK(got.size() == out_bytes && lse.size() == lse_bytes, HarnessError,
+            "output of op {} on rank {} has {} and {} bytes, expected {} and {} ([T={}, H={}, "
+            "D={}] {}{})",
+            op_idx, global_rank, got.size(), lse.size(), out_bytes, lse_bytes, c.num_tokens,
+            h_count, d_count, to_string(c.out_dtype),
+            profile.combined_lse ? ", then the fp32 combined LSE" : "");
   const OpGenerator gen(c, group_idx, op_idx);
   const int64_t rows = static_cast<int64_t>(c.num_tokens) * h_count;
   const int threads = std::max(1, profile.num_threads);
@@ -586,7 +600,8 @@ CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int gl
   std::vector<CallCheck> parts(static_cast<size_t>(chunks));
   const ThreadPool::Body body = [&](int chunk, int64_t begin, int64_t end) {
     parts[static_cast<size_t>(chunk)] =
-        check_rows(c, gen, group_rank, global_rank, op_idx, got, profile, max_reported, begin, end);
+        check_rows(c, gen, group_rank, global_rank, op_idx, got, lse, profile, max_reported, begin,
+                   end);
   };
   if (chunks == 1) {
     body(0, 0, rows);

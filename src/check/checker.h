@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "case.h"
@@ -33,7 +34,14 @@ struct CallCheck {
   std::vector<Mismatch> first_mismatches;  // up to max_reported
 };
 
-// `got` is [T, H, D] contiguous in c.out_dtype. group_rank selects the head slice.
+// `out` is [T, H, D] contiguous in c.out_dtype; `lse` the [T, H] fp32
+// combined LSE when profile.combined_lse, else empty. group_rank selects the
+// head slice.
+CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int global_rank,
+                            int op_idx, std::span<const uint8_t> out,
+                            std::span<const uint8_t> lse, const CheckProfile& profile = {},
+                            int max_reported = 8);
+// `got`: the output, then the combined LSE when profile.combined_lse.
 CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int global_rank,
                             int op_idx, const std::vector<uint8_t>& got,
                             const CheckProfile& profile = {}, int max_reported = 8);

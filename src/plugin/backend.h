@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -57,28 +57,44 @@ struct CallInputs {
   std::vector<int32_t> query_start_loc; // seq_lens.size() + 1 entries, or empty
 };
 
-// Checked outputs kept for their capacity, so that later outputs need no
-// allocation or page faults. Thread-safe: a case's last outputs come back
-// from the worker's finisher thread while the next case takes some.
-class SpareOutputs {
+// One call's output as run_batch returns it: the [T, H, D] output and, when
+// the kernel emits one (emits_combined_lse), the [T, H] fp32 combined LSE.
+// The bytes live in memory the output holds a share of: its own vector (the
+// host backends) or a lease on the GPU backend's pinned staging, where the
+// device copied them; the lease goes back to the backend's pool when the
+// last copy of the CallOutput is dropped. So the check reads the bytes where
+// they landed, and the runner copies nothing. Copies share the bytes.
+class CallOutput {
  public:
-  static constexpr size_t kMax = 16;  // a pipelined batch's worth
-  std::vector<uint8_t> take() {
-    const std::lock_guard<std::mutex> lock(mu_);
-    if (spare_.empty()) return {};
-    std::vector<uint8_t> v = std::move(spare_.back());
-    spare_.pop_back();
-    return v;
+  CallOutput() = default;
+  // `bytes`: the output, then the combined LSE from byte `output_bytes` on.
+  CallOutput(std::vector<uint8_t> bytes, size_t output_bytes) {
+    auto owned = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+    DCP_CHECK(output_bytes <= owned->size(), HarnessError,
+              "an output of {} bytes split at byte {}", owned->size(), output_bytes);
+    output_ = std::span<uint8_t>(*owned).first(output_bytes);
+    lse_ = std::span<uint8_t>(*owned).subspan(output_bytes);
+    owner_ = std::move(owned);
   }
-  void give(std::vector<uint8_t> v) {
-    const std::lock_guard<std::mutex> lock(mu_);
-    if (spare_.size() < kMax) spare_.push_back(std::move(v));
-  }
+  // Bytes inside memory that `owner` keeps alive.
+  CallOutput(std::shared_ptr<void> owner, std::span<uint8_t> output, std::span<uint8_t> lse)
+      : owner_(std::move(owner)), output_(output), lse_(lse) {}
+  std::span<uint8_t> output() const { return output_; }
+  std::span<uint8_t> lse() const { return lse_; }  // empty unless the kernel emits it
 
  private:
-  std::mutex mu_;
-  std::vector<std::vector<uint8_t>> spare_;
+  std::shared_ptr<void> owner_;
+  std::span<uint8_t> output_, lse_;
 };
+
+// Outputs held in vectors (each the output, then the combined LSE, if any).
+inline std::vector<CallOutput> owned_outputs(std::vector<std::vector<uint8_t>> outputs,
+                                             size_t output_bytes) {
+  std::vector<CallOutput> out;
+  out.reserve(outputs.size());
+  for (auto& bytes : outputs) out.emplace_back(std::move(bytes), output_bytes);
+  return out;
+}
 
 // Calls executed together. kEager: host sync after each call. kGraph: one graph
 // per slot captured on first use, inputs copied into the captured buffers and
@@ -93,8 +109,6 @@ struct Batch {
   // If set, the backend appends one line per damaged guard zone
   // (guard_zone.h): a write out of bounds, found after the call completed.
   std::vector<std::string>* out_of_bounds = nullptr;
-  // If set, vectors whose capacity the backend may reuse for the outputs.
-  SpareOutputs* spare_outputs = nullptr;
 };
 
 // Bytes of one call's [T, H, D] output and of its [T, H] fp32 combined LSE.
@@ -105,13 +119,6 @@ inline size_t combined_lse_bytes(const Case& c) {
   return size_t{4} * c.num_tokens * c.geometry.heads_per_rank;
 }
 
-// `bytes` in a vector taken from `spare` when it has one (its capacity reused).
-inline std::vector<uint8_t> output_from(const uint8_t* bytes, size_t n, SpareOutputs* spare) {
-  std::vector<uint8_t> out = spare != nullptr ? spare->take() : std::vector<uint8_t>();
-  out.assign(bytes, bytes + n);
-  return out;
-}
-
 class RankBackend {
  public:
   virtual ~RankBackend() = default;
@@ -120,20 +127,20 @@ class RankBackend {
   // CallInputs::output_streams (the GPU: a device kernel right before the call).
   virtual bool produces_inputs() const { return false; }
   // True when the kernel writes the combined LSE (DCP_CAP_COMBINED_LSE; the
-  // host model always): each output of run_batch is then the [T, H, D] output
-  // followed by the [T, H] fp32 combined LSE (combined_lse_bytes), poisoned
-  // with NaN before the call and guarded like the output.
+  // host model always): each CallOutput of run_batch then has the [T, H] fp32
+  // combined LSE (combined_lse_bytes), poisoned with NaN before the call and
+  // guarded like the output.
   virtual bool emits_combined_lse() const { return false; }
   // Called by every group rank between two group barriers, so the workspace is
   // quiescent: creates the second kernel context (a collective) the first time
   // c.num_contexts == 2, and resets every context's slot epochs and flags when
   // c.epoch_start is set.
   virtual void begin_case(const Case& c) = 0;
-  // Runs a batch; returns each call's output, [T, H, D] contiguous in the out
-  // dtype, in call order. Outputs are poisoned (all-ones bit pattern, a NaN in
+  // Runs a batch; returns each call's output (CallOutput: [T, H, D]
+  // contiguous in the out dtype, and the combined LSE), in call order. Outputs are poisoned (all-ones bit pattern, a NaN in
   // fp16 and bf16) before every call, so unwritten elements are caught.
   // Throws KernelFault for device traps and hangs, HarnessError otherwise.
-  virtual std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) = 0;
+  virtual std::vector<CallOutput> run_batch(const Case& c, const Batch& batch) = 0;
   // `dcp-check bench`: captures one CUDA graph of the batch's calls back to back
   // (call i reads its own input buffers), replays it `warmup` times, then for
   // each of `repeats`: barrier() (a group barrier, so ranks start together),

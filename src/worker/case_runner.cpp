@@ -12,6 +12,7 @@
 #include <cstring>
 #include <future>
 #include <memory>
+#include <span>
 #include <thread>
 
 #include "errors.h"
@@ -83,7 +84,7 @@ void fire_pre_dispatch_fault(const FaultSpec& fault, const BackendConfig& bc,
   }
 }
 
-void corrupt_output(std::vector<uint8_t>& out) {
+void corrupt_output(std::span<uint8_t> out) {
   if (out.size() < 2) return;
   // Flip an exponent bit of the middle element: wrong by far more than any
   // tolerance, whatever its value (a zero becomes 2.0 in fp16 and bf16).
@@ -105,9 +106,9 @@ void accumulate_check(RankCaseResult& r, CallCheck&& check) {
 struct PendingCheck {
   Case c;  // the batch's case (batch_case: a graph set's call has its own T)
   std::vector<int> ops;
-  std::vector<std::vector<uint8_t>> outputs;
+  std::vector<CallOutput> outputs;  // dropped after the check: leases go back at once
   std::future<std::vector<CallCheck>> checks;
-  std::vector<uint64_t> digests;  // output_digest of each output, written by the check
+  std::vector<uint64_t> digests;  // call_output_digest of each output, written by the check
   double check_ms = 0;  // written by the check, read after checks.get()
 };
 
@@ -125,7 +126,7 @@ class CheckPipeline {
     if (pending_ && pending_->checks.valid()) pending_->checks.wait();  // never outlive it
   }
 
-  void submit(const Case& c, std::vector<int> ops, std::vector<std::vector<uint8_t>> outputs) {
+  void submit(const Case& c, std::vector<int> ops, std::vector<CallOutput> outputs) {
     finish();
     pending_ = std::make_unique<PendingCheck>();
     pending_->c = c;
@@ -133,16 +134,17 @@ class CheckPipeline {
     pending_->outputs = std::move(outputs);
     PendingCheck* p = pending_.get();
     size_t bytes = 0;
-    for (const auto& out : p->outputs) bytes += out.size();
+    for (const auto& out : p->outputs) bytes += out.output().size() + out.lse().size();
     const auto policy = bytes >= kOverlapMinBytes ? std::launch::async : std::launch::deferred;
     pending_->checks = std::async(policy, [this, p] {
       PhaseClock clock;
       std::vector<CallCheck> checks;
       for (size_t i = 0; i < p->outputs.size(); ++i) {
+        const CallOutput& out = p->outputs[i];
         checks.push_back(check_call_output(p->c, bc_.group_idx, bc_.group_rank, bc_.global_rank,
-                                           p->ops[i], p->outputs[i], ctx_.profile));
+                                           p->ops[i], out.output(), out.lse(), ctx_.profile));
         p->digests.push_back(
-            output_digest(p->outputs[i], &ThreadPool::shared(ctx_.profile.num_threads)));
+            call_output_digest(out, &ThreadPool::shared(ctx_.profile.num_threads)));
       }
       clock.lap(p->check_ms);
       return checks;
@@ -166,12 +168,9 @@ class CheckPipeline {
     }
     if (ctx_.outputs != nullptr) {
       // Only the [T, H, D] output: what two implementations must agree on.
-      for (auto& out : pending_->outputs) {
-        out.resize(std::min(out.size(), output_bytes(pending_->c)));
-        ctx_.outputs->push_back(std::move(out));
+      for (const CallOutput& out : pending_->outputs) {
+        ctx_.outputs->emplace_back(out.output().begin(), out.output().end());
       }
-    } else if (ctx_.spare_outputs != nullptr) {
-      for (auto& out : pending_->outputs) ctx_.spare_outputs->give(std::move(out));
     }
     pending_.reset();
   }
@@ -214,7 +213,6 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
     batch.mode = planned.mode;
     batch.phases = &phases;
     batch.out_of_bounds = &out_of_bounds;
-    batch.spare_outputs = ctx.spare_outputs;
     std::vector<int> ops;
     for (const PlannedCall& call : planned.calls) {
       batch.calls.push_back(make_call_inputs(call_case, bc, call, device_produces));
@@ -228,7 +226,7 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
     // The backend's own laps inside run_batch; the rest of it is launch.
     auto inner = [&] { return phases.stage_ms + phases.capture_ms + phases.wait_ms + phases.collect_ms; };
     const double accounted = inner();
-    std::vector<std::vector<uint8_t>> outputs = backend.run_batch(call_case, batch);
+    std::vector<CallOutput> outputs = backend.run_batch(call_case, batch);
     double run_ms = 0;
     clock.lap(run_ms);
     phases.launch_ms += run_ms - (inner() - accounted);
@@ -236,7 +234,7 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
               "backend returned {} outputs for {} calls", outputs.size(), batch.calls.size());
     if (fire && fault.kind == FaultSpec::Kind::kCorrupt) {
       for (size_t i = 0; i < outputs.size(); ++i) {
-        if (ops[i] == fault_op) corrupt_output(outputs[i]);
+        if (ops[i] == fault_op) corrupt_output(outputs[i].output());
       }
     }
     pipeline.submit(call_case, std::move(ops), std::move(outputs));
@@ -297,7 +295,7 @@ uint64_t fnv1a(uint64_t hash, const uint8_t* p, size_t n) {
   return hash;
 }
 
-uint64_t output_digest(const std::vector<uint8_t>& bytes, ThreadPool* pool) {
+uint64_t output_digest(std::span<const uint8_t> bytes, ThreadPool* pool) {
   constexpr size_t kBlock = size_t{64} << 10;
   const size_t n = bytes.size();
   const size_t blocks = std::max<size_t>(1, (n + kBlock - 1) / kBlock);
@@ -319,6 +317,11 @@ uint64_t output_digest(const std::vector<uint8_t>& bytes, ThreadPool* pool) {
   uint64_t hash = hash_in(kFnvOffset, n);
   for (uint64_t d : digests) hash = hash_in(hash, d);
   return hash;
+}
+
+uint64_t call_output_digest(const CallOutput& out, ThreadPool* pool) {
+  const uint64_t digest = output_digest(out.output(), pool);
+  return out.lse().empty() ? digest : hash_in(digest, output_digest(out.lse(), pool));
 }
 
 uint64_t fold_output_digest(uint64_t hash, uint64_t digest) { return hash_in(hash, digest); }

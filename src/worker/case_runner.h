@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,6 @@ struct CaseRunContext {
   // If set, receives every call's output in op order (--impl both compares the
   // direct and stock outputs bit for bit: impl_agreement.h).
   std::vector<std::vector<uint8_t>>* outputs = nullptr;
-  // If set, checked outputs go back here and backends refill them (their
-  // capacity outlives the case: no allocation or page faults per call).
-  SpareOutputs* spare_outputs = nullptr;
 };
 
 class CheckPipeline;
@@ -86,9 +84,11 @@ uint64_t fnv1a(uint64_t hash, const uint8_t* bytes, size_t n);
 // with the length, so the value depends on the bytes alone, never on the
 // thread count. The case's hash folds the calls' digests in op order
 // (start with kFnvOffset). Digests run on the check's thread, beside the
-// next call.
+// next call. A call's digest is its output's, then, when it has one, its
+// combined LSE's folded in.
 class ThreadPool;
-uint64_t output_digest(const std::vector<uint8_t>& bytes, ThreadPool* pool = nullptr);
+uint64_t output_digest(std::span<const uint8_t> bytes, ThreadPool* pool = nullptr);
+uint64_t call_output_digest(const CallOutput& out, ThreadPool* pool = nullptr);
 uint64_t fold_output_digest(uint64_t hash, uint64_t digest);
 
 // Throws the KernelFault an injected cuda_error / oom produces: on the GPU a

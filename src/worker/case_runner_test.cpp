@@ -18,17 +18,18 @@ class ScriptedBackend final : public RankBackend {
       : bc_(bc), bad_ops_(std::move(bad_ops)) {}
   std::string name() const override { return "scripted"; }
   void begin_case(const Case&) override {}
-  std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) override {
+  std::vector<CallOutput> run_batch(const Case& c, const Batch& batch) override {
     batch_tokens.push_back(c.num_tokens);
     std::vector<std::vector<uint8_t>> outs;
-    for (const CallInputs& in : batch.calls) {
-      std::vector<uint8_t> out = rounded_reference_output(c, bc_.group_idx, bc_.group_rank, in.op_idx);
-      if (std::find(bad_ops_.begin(), bad_ops_.end(), in.op_idx) != bad_ops_.end()) {
-        out[out.size() / 2 + 1] ^= 0x40;  // one element far off
-      }
-      outs.push_back(std::move(out));
+    for (const CallInputs& in : batch.calls) outs.push_back(output_of(c, in.op_idx));
+    return owned_outputs(std::move(outs), output_bytes(c));
+  }
+  std::vector<uint8_t> output_of(const Case& c, int op) const {
+    std::vector<uint8_t> out = rounded_reference_output(c, bc_.group_idx, bc_.group_rank, op);
+    if (std::find(bad_ops_.begin(), bad_ops_.end(), op) != bad_ops_.end()) {
+      out[out.size() / 2 + 1] ^= 0x40;  // one element far off
     }
-    return outs;
+    return out;
   }
   std::vector<int> batch_tokens;  // the T of each batch's case, in run order
 
@@ -66,10 +67,7 @@ TEST_CASE("overlapped checks give the counts, first mismatches and hash of check
   uint64_t hash = kFnvOffset;
   std::vector<std::vector<uint8_t>> want_outputs;
   for (int op = 0; op < c.num_calls; ++op) {
-    Batch b;
-    b.calls.resize(1);
-    b.calls[0].op_idx = op;
-    std::vector<uint8_t> out = backend.run_batch(c, b).front();
+    std::vector<uint8_t> out = backend.output_of(c, op);
     const CallCheck k = check_call_output(c, 0, 1, 1, op, out, ctx.profile);
     want.num_checked += k.num_checked;
     want.num_mismatches += k.num_mismatches;

@@ -92,5 +92,16 @@ TEST_CASE("output digest: the bytes alone decide it, not the pool's threads; eve
         fold_output_digest(fold_output_digest(kFnvOffset, b), a));
 }
 
+TEST_CASE("a call's digest: its output's alone without a combined LSE; the LSE and the split count") {
+  const std::vector<uint8_t> bytes = bytes_of(1000, 4);
+  CHECK(call_output_digest(CallOutput(bytes, 1000)) == output_digest(bytes));
+  const uint64_t split = call_output_digest(CallOutput(bytes, 600));
+  CHECK(split != output_digest(bytes));
+  CHECK(split != call_output_digest(CallOutput(bytes, 604)));  // where the LSE starts counts
+  std::vector<uint8_t> other = bytes;
+  other[999] ^= 1;  // the LSE's last byte
+  CHECK(call_output_digest(CallOutput(other, 600)) != split);
+}
+
 }  // namespace
 }  // namespace dcp

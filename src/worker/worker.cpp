@@ -126,7 +126,6 @@ class Worker {
   };
   std::map<std::string, Built> backends_;                               // key: workspace_key()
   std::map<std::string, std::shared_ptr<const LoadedKernel>> kernels_;  // by spec
-  SpareOutputs spare_outputs_;  // CaseRunContext::spare_outputs (shared with the finisher)
   std::deque<nlohmann::json> early_;  // messages read ahead (next_case_waiting, the rendezvous)
   // Finishes the previous case (its last check, then its result message). It
   // is joined before this rank sends another result, so results go out in order.
@@ -280,7 +279,6 @@ RankCaseResult Worker::prepare_case(const Case& c, int case_index, const std::st
   ctx.fault = config_.session.fault;
   ctx.case_index = case_index;
   ctx.outputs = outputs;
-  ctx.spare_outputs = &spare_outputs_;
   // By value: the last heartbeats may come from the finisher thread.
   ctx.progress = [this, case_index](int op) {
     channel_.send({{"type", "progress"}, {"index", case_index}, {"op", op}});

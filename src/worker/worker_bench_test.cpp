@@ -22,9 +22,10 @@ struct FakeBackend : RankBackend {
   size_t ops = 0;
   std::string name() const override { return "fake"; }
   void begin_case(const Case&) override {}
-  std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& b) override {
-    const size_t bytes = size_t{2} * c.num_tokens * c.geometry.heads_per_rank * c.geometry.head_dim;
-    return std::vector<std::vector<uint8_t>>(b.calls.size(), std::vector<uint8_t>(bytes, 0));
+  std::vector<CallOutput> run_batch(const Case& c, const Batch& b) override {
+    const size_t bytes = output_bytes(c);
+    return owned_outputs(
+        std::vector<std::vector<uint8_t>>(b.calls.size(), std::vector<uint8_t>(bytes, 0)), bytes);
   }
   std::vector<double> bench(const Case&, const Batch& b, const BenchTiming& t,
                             const std::function<void()>& barrier) override {

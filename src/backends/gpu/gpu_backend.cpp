@@ -39,11 +39,13 @@
 #include <functional>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
 
 #include "alloc_churn.h"
+#include "buffer_pool.h"
 #include "call_prep.h"
 #include "cuda_check.h"
 #include "cuda_raii.h"
@@ -151,8 +153,16 @@ struct CallBuffers {  // device side of one call
   DeviceBuffer producer_params;  // the slow producer's (SlowProducerParams)
 };
 struct CallStaging {  // host side of one call
-  PinnedBuffer partial_output, packed, output, producer_params;
+  PinnedBuffer partial_output, packed, producer_params;
+  // Leased from the backend's output pool (ensure); collect hands it to the
+  // check with the output, and the next call leases another.
+  std::shared_ptr<PinnedBuffer> output;
 };
+using OutputPool = BufferPool<PinnedBuffer>;
+// Spare output buffers kept. Leases out at once: the batch being run, the
+// one being checked, and a case's last batch checked beside the next case
+// (a batch is a case's calls times its layers at most: 10 x 3).
+constexpr size_t kSpareOutputs = 96;
 
 // Everything one op launch reads: the plugin call's arguments. Zeroed with
 // memset before it is filled, so two launches compare with memcmp: that
@@ -203,12 +213,12 @@ class GpuBackend final : public RankBackend {
     return cfg_.kernel->info().has(DCP_CAP_COMBINED_LSE);
   }
   void begin_case(const Case& c) override;
-  std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) override;
+  std::vector<CallOutput> run_batch(const Case& c, const Batch& batch) override;
   std::vector<double> bench(const Case& c, const Batch& batch, const BenchTiming& timing,
                             const std::function<void()>& barrier) override;
 
  private:
-  std::vector<std::vector<uint8_t>> run_batch_checked(const Case& c, const Batch& batch);
+  std::vector<CallOutput> run_batch_checked(const Case& c, const Batch& batch);
   void init_status();
   // Creates context `ctx` (a collective over the group: every rank, same point).
   void init_kernel(int ctx, Rendezvous& rendezvous, const InitInjection& inject = {});
@@ -279,6 +289,7 @@ class GpuBackend final : public RankBackend {
   CallBuffers eager_buffers_;
   std::vector<CallBuffers> pipe_buffers_;
   std::vector<CallStaging> staging_;
+  std::shared_ptr<OutputPool> output_pool_;
   std::array<std::array<std::array<SlotGraph, kGraphsPerSlot>, kMaxSlots>, kMaxContexts> graphs_;
   // One eager call ran on the context's slot (eager-before-capture).
   std::array<std::array<bool, kMaxSlots>, kMaxContexts> warmed_{};
@@ -303,6 +314,7 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
             g.heads_per_rank, g.head_dim, g.max_tokens);
   CUDA_CHECK(rank, HarnessError, cudaSetDevice(cfg_.device));
   guard_ = guard_bytes_for(size_t{2} * g.heads_per_rank * g.head_dim);
+  output_pool_ = OutputPool::create(rank, kSpareOutputs);
   // The op's streams come first: SM pressure (whose blocks may wait for SMs
   // under MPS) never delays the op's launches, it only takes SMs.
   for (Stream& s : streams_) s.create(rank, /*greatest_priority=*/true);
@@ -591,7 +603,12 @@ void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) co
     st.producer_params.ensure(sizeof(SlowProducerParams), rank);
   }
   st.packed.ensure(packed.total, rank);
-  st.output.ensure(region_of(sh, b).total_bytes(), rank);
+  const size_t region = region_of(sh, b).total_bytes();
+  if (st.output == nullptr) {
+    st.output = output_pool_->take(region);
+  } else {
+    st.output->ensure(region, rank);
+  }
 }
 
 // Copies one call's inputs into pinned staging (PackedInputs). Sequences are
@@ -758,7 +775,7 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     trace.mark("input reuse");
   }
   const OutputRegion region = region_of(sh, b);
-  check(cudaMemcpyAsync(st.output.data(), region.base, region.total_bytes(),
+  check(cudaMemcpyAsync(st.output->data(), region.base, region.total_bytes(),
                         cudaMemcpyDeviceToHost, s),
         "copy output region out", false);
   trace.mark("copies out");
@@ -821,7 +838,7 @@ SlotGraph& GpuBackend::graph_for(const CallShape& sh, int ctx, int slot, CallSta
 
 // A trap that surfaced at one of our own CUDA calls (CUDA_CHECK) is still the
 // kernel's, with the device's wait diagnosis.
-std::vector<std::vector<uint8_t>> GpuBackend::run_batch(const Case& c, const Batch& batch) {
+std::vector<CallOutput> GpuBackend::run_batch(const Case& c, const Batch& batch) {
   try {
     return run_batch_checked(c, batch);
   } catch (const StickyDeviceFault& e) {
@@ -830,7 +847,7 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch(const Case& c, const Bat
   }
 }
 
-std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, const Batch& batch) {
+std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch& batch) {
   CUDA_CHECK(cfg_.global_rank, HarnessError, cudaSetDevice(cfg_.device));
   DCP_CHECK(batch.mode != ExecMode::kMixed && batch.mode != ExecMode::kGraphSet, HarnessError,
             "a batch is never mixed or a graph set (plan_case splits them)");
@@ -838,21 +855,20 @@ std::vector<std::vector<uint8_t>> GpuBackend::run_batch_checked(const Case& c, c
   const CallShape sh = shape_of(c, batch);
   const size_t n = batch.calls.size();
   if (staging_.size() < std::max<size_t>(n, 1)) staging_.resize(std::max<size_t>(n, 1));
-  std::vector<std::vector<uint8_t>> outputs;
+  std::vector<CallOutput> outputs;
   outputs.reserve(n);
   PhaseTimes unused;
   PhaseTimes& phases = batch.phases != nullptr ? *batch.phases : unused;
-  auto collect = [&](const CallStaging& st, const CallInputs& in) {
+  // The region as copied out goes to the check whole, with no copy: the
+  // output, then the combined LSE past the guard between them.
+  auto collect = [&](CallStaging& st, const CallInputs& in) {
     PhaseClock clock;
-    // The output, then the combined LSE (past the guard between them).
-    const auto* region = static_cast<const uint8_t*>(st.output.data());
-    std::vector<uint8_t> out = output_from(region + guard_, sh.output_bytes, batch.spare_outputs);
-    if (sh.lse_out_bytes > 0) {
-      const uint8_t* lse = region + 2 * guard_ + sh.output_bytes;
-      out.insert(out.end(), lse, lse + sh.lse_out_bytes);
-    }
-    outputs.push_back(std::move(out));
     check_guards(sh, in, st, batch.out_of_bounds);
+    std::shared_ptr<PinnedBuffer> region = std::move(st.output);
+    auto* bytes = static_cast<uint8_t*>(region->data());
+    const std::span<uint8_t> out(bytes + guard_, sh.output_bytes);
+    const std::span<uint8_t> lse(bytes + 2 * guard_ + sh.output_bytes, sh.lse_out_bytes);
+    outputs.emplace_back(std::move(region), out, lse);
     clock.lap(phases.collect_ms);
   };
   auto wait = [&] {
@@ -949,7 +965,7 @@ void GpuBackend::start_pressure(const Case& c, const CallShape& sh, const Batch&
 // output; a damaged one is reported and refilled before the next call anyway.
 void GpuBackend::check_guards(const CallShape& sh, const CallInputs& in, const CallStaging& st,
                               std::vector<std::string>* out) const {
-  const auto* g = static_cast<const uint8_t*>(st.output.data());  // the region, as copied out
+  const auto* g = static_cast<const uint8_t*>(st.output->data());  // the region, as copied out
   const uint8_t* after = g + guard_ + sh.output_bytes;
   std::string damage = describe_guard_damage("output", g, after, guard_);
   if (damage.empty() && sh.lse_out_bytes > 0) {

@@ -138,7 +138,7 @@ class HostBackend final : public RankBackend {
   std::string name() const override { return "host"; }
   bool emits_combined_lse() const override { return true; }  // as the built-in kernel does
   void begin_case(const Case& c) override;
-  std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) override;
+  std::vector<CallOutput> run_batch(const Case& c, const Batch& batch) override;
 
  private:
   void validate(const Case& c) const;
@@ -349,7 +349,7 @@ void HostBackend::begin_case(const Case& c) {
   ctx_ = 0;
 }
 
-std::vector<std::vector<uint8_t>> HostBackend::run_batch(const Case& c, const Batch& batch) {
+std::vector<CallOutput> HostBackend::run_batch(const Case& c, const Batch& batch) {
   validate(c);
   if (over_capacity(c)) {
     // The model's own capacity check, before any exchange. Its mutant accepts
@@ -359,8 +359,9 @@ std::vector<std::vector<uint8_t>> HostBackend::run_batch(const Case& c, const Ba
                 c.num_tokens, config_.geometry.max_tokens);
     }
     const size_t bytes = output_bytes(c) + combined_lse_bytes(c);
-    return std::vector<std::vector<uint8_t>>(batch.calls.size(),
-                                             std::vector<uint8_t>(bytes, 0xFF));
+    return owned_outputs(
+        std::vector<std::vector<uint8_t>>(batch.calls.size(), std::vector<uint8_t>(bytes, 0xFF)),
+        output_bytes(c));
   }
   SameSlotNeighbours order;
   if (config_.mutant == kHostMutantSingleParity) order = same_slot_neighbours(c, me_);
@@ -376,7 +377,7 @@ std::vector<std::vector<uint8_t>> HostBackend::run_batch(const Case& c, const Ba
     run_call(c, batch.calls[i], config_.mutant == kHostMutantSingleParity ? &order : nullptr,
              outputs[i]);
   }
-  return outputs;
+  return owned_outputs(std::move(outputs), output_bytes(c));
 }
 
 // Records a call in the graph model; returns the receive rows per source the

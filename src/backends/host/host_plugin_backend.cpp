@@ -51,7 +51,7 @@ class HostPluginBackend final : public RankBackend {
     return config_.kernel->info().has(DCP_CAP_COMBINED_LSE);
   }
   void begin_case(const Case& c) override;
-  std::vector<std::vector<uint8_t>> run_batch(const Case& c, const Batch& batch) override;
+  std::vector<CallOutput> run_batch(const Case& c, const Batch& batch) override;
 
  private:
   // Creates context `ctx` (a collective over the group: every rank, same point).
@@ -175,7 +175,7 @@ void HostPluginBackend::begin_case(const Case& c) {
   }
 }
 
-std::vector<std::vector<uint8_t>> HostPluginBackend::run_batch(const Case& c, const Batch& batch) {
+std::vector<CallOutput> HostPluginBackend::run_batch(const Case& c, const Batch& batch) {
   const Geometry& g = config_.geometry;
   // max_tokens + 1 is the capacity case: the plugin's call must refuse it.
   DCP_CHECK(c.num_tokens >= 1 && c.num_tokens <= g.max_tokens + 1, UsageError,
@@ -262,7 +262,7 @@ std::vector<std::vector<uint8_t>> HostPluginBackend::run_batch(const Case& c, co
       std::memset(tail, kGuardCanary, r.tail_guard);
     }
   }
-  return outputs;
+  return owned_outputs(std::move(outputs), out_bytes);
 }
 
 }  // namespace
