@@ -7,7 +7,9 @@
 #   rm -rf perf-base && mkdir perf-base && git archive <rev> | tar -x -C perf-base
 # Then: bash ci/perf-ab.sh [ROUNDS]   (10 s runs of seed 11 under MPS; both
 # trees in turn at world 4, ROUNDS times, then once at world 2; DCP_CHECK_THREADS
-# is passed through). Then `ctest -L gpu` of this tree with the time left of
+# is passed through). AB_VARIANTS="K=V ..." adds, for each word, a run of
+# this tree with that variable set, beside each pair (diagnosis knobs such as
+# DCP_SYNC=yield). Then `ctest -L gpu` of this tree with the time left of
 # a 570 s budget. Each run's verdict and phases line, logs and JSON under $OUT.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
@@ -34,9 +36,14 @@ run() {  # run TAG BIN WORLD ROUND
   echo "$1 w$3 (round $4): $(grep -E '^(PASS|FAIL)' "$log" | cut -c1-110)"
   grep -E 'phases \(' "$log" | sed 's/.*ranks)://' | cut -c1-260
 }
-for ((r = 1; r <= ROUNDS; r++)); do run new "$NEW" 4 "$r"; run base "$OLD" 4 "$r"; done
+variants() {  # variants WORLD ROUND
+  local v
+  for v in ${AB_VARIANTS:-}; do (export "${v?}" && run "new+${v//[^A-Za-z0-9]/_}" "$NEW" "$1" "$2"); done
+}
+for ((r = 1; r <= ROUNDS; r++)); do run new "$NEW" 4 "$r"; run base "$OLD" 4 "$r"; variants 4 "$r"; done
 run new "$NEW" 2 1
 run base "$OLD" 2 1
+variants 2 1
 left=$((570 - SECONDS + start))
 timeout "$left" ctest --test-dir build-gpu -L gpu --output-on-failure >"$OUT/test-gpu.log" 2>&1
 echo "ctest -L gpu rc $? (limit $left s): $(grep -E 'tests passed' "$OUT/test-gpu.log")"

@@ -63,6 +63,21 @@ namespace {
 
 size_t elem_bytes(DType d) { return d == DType::kFp32 ? 4 : 2; }
 
+// DCP_SYNC (diagnosis, docs/DESIGN.md): how this process's threads wait for
+// the device: spin, yield or block. Unset: CUDA's default (auto: spin while
+// the host has more cores than the process has CUDA contexts).
+void apply_sync_mode(int rank) {
+  const char* env = std::getenv("DCP_SYNC");
+  if (env == nullptr || *env == '\0') return;
+  const std::string mode = env;
+  const unsigned flags = mode == "spin"    ? cudaDeviceScheduleSpin
+                         : mode == "yield" ? cudaDeviceScheduleYield
+                         : mode == "block" ? cudaDeviceScheduleBlockingSync
+                                           : ~0u;
+  DCP_CHECK(flags != ~0u, UsageError, "DCP_SYNC={}: must be spin, yield or block", mode);
+  CUDA_CHECK(rank, HarnessError, cudaSetDeviceFlags(flags));
+}
+
 // The shape every call of one batch shares.
 struct CallShape {
   int num_tokens = 0;
@@ -313,6 +328,7 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
             "geometry H={} D={} max_tokens={} is not supported (D must be a multiple of 8)",
             g.heads_per_rank, g.head_dim, g.max_tokens);
   CUDA_CHECK(rank, HarnessError, cudaSetDevice(cfg_.device));
+  apply_sync_mode(rank);
   guard_ = guard_bytes_for(size_t{2} * g.heads_per_rank * g.head_dim);
   output_pool_ = OutputPool::create(rank, kSpareOutputs);
   // The op's streams come first: SM pressure (whose blocks may wait for SMs
