@@ -63,18 +63,20 @@ namespace {
 
 size_t elem_bytes(DType d) { return d == DType::kFp32 ? 4 : 2; }
 
-// DCP_SYNC (diagnosis, docs/DESIGN.md): how this process's threads wait for
-// the device: spin, yield or block. Unset: CUDA's default (auto: spin while
-// the host has more cores than the process has CUDA contexts).
+// How this process's threads wait for the device. Blocking by default: a
+// worker's threads then sleep through each wait and leave the cores to the
+// check (measured, docs/results/2026-12-05-h100x1-throughput.md: +10% calls/s
+// at world 4, +20% at world 2 over CUDA's spin-while-cores-are-free default).
+// DCP_SYNC (diagnosis) overrides it: auto (CUDA's default), spin, yield, block.
 void apply_sync_mode(int rank) {
   const char* env = std::getenv("DCP_SYNC");
-  if (env == nullptr || *env == '\0') return;
-  const std::string mode = env;
-  const unsigned flags = mode == "spin"    ? cudaDeviceScheduleSpin
+  const std::string mode = env == nullptr || *env == '\0' ? "block" : env;
+  const unsigned flags = mode == "auto"    ? cudaDeviceScheduleAuto
+                         : mode == "spin"  ? cudaDeviceScheduleSpin
                          : mode == "yield" ? cudaDeviceScheduleYield
                          : mode == "block" ? cudaDeviceScheduleBlockingSync
                                            : ~0u;
-  DCP_CHECK(flags != ~0u, UsageError, "DCP_SYNC={}: must be spin, yield or block", mode);
+  DCP_CHECK(flags != ~0u, UsageError, "DCP_SYNC={}: must be auto, spin, yield or block", mode);
   CUDA_CHECK(rank, HarnessError, cudaSetDeviceFlags(flags));
 }
 
