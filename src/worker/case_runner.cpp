@@ -15,6 +15,7 @@
 #include <span>
 #include <thread>
 
+#include "check_thread.h"
 #include "errors.h"
 #include "generator.h"
 #include "mix.h"
@@ -112,8 +113,8 @@ struct PendingCheck {
   double check_ms = 0;  // written by the check, read after checks.get()
 };
 
-// Checks batch k on another thread while the caller generates and runs
-// batch k + 1. Results are merged in op order, so the counts, the first
+// Checks batch k on the runner's check thread (check_thread.h) while the
+// caller generates and runs batch k + 1. Results are merged in op order, so the counts, the first
 // mismatches and the output hash are those of checking in sequence. A small
 // batch is checked inline: handing it to a thread costs more than it saves.
 constexpr size_t kOverlapMinBytes = size_t{256} << 10;  // 128 Ki 16-bit elements
@@ -135,8 +136,7 @@ class CheckPipeline {
     PendingCheck* p = pending_.get();
     size_t bytes = 0;
     for (const auto& out : p->outputs) bytes += out.output().size() + out.lse().size();
-    const auto policy = bytes >= kOverlapMinBytes ? std::launch::async : std::launch::deferred;
-    pending_->checks = std::async(policy, [this, p] {
+    std::packaged_task<std::vector<CallCheck>()> task([this, p] {
       PhaseClock clock;
       std::vector<CallCheck> checks;
       for (size_t i = 0; i < p->outputs.size(); ++i) {
@@ -149,14 +149,21 @@ class CheckPipeline {
       clock.lap(p->check_ms);
       return checks;
     });
-    if (policy == std::launch::deferred) finish();  // small: checked now, inline
+    pending_->checks = task.get_future();
+    if (bytes < kOverlapMinBytes) {  // small: checked now, inline
+      task();
+      finish();
+      return;
+    }
+    CheckThread::for_this_thread().post(
+        std::packaged_task<void()>([task = std::move(task)]() mutable { task(); }));
   }
 
   // Waits for the pending check and merges it (op order), then hashes.
   void finish() {
     if (!pending_) return;
     PhaseClock wait;
-    std::vector<CallCheck> checks = pending_->checks.get();  // a deferred check runs here
+    std::vector<CallCheck> checks = pending_->checks.get();
     double waited_ms = 0;
     wait.lap(waited_ms);
     if (count_wait_) result_.phases.check_wait_ms += waited_ms;
