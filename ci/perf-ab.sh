@@ -38,7 +38,7 @@ run() {  # run TAG BIN WORLD ROUND
 }
 variants() {  # variants WORLD ROUND
   local v
-  for v in ${AB_VARIANTS:-}; do (export "${v?}" && run "new+${v//[^A-Za-z0-9]/_}" "$NEW" "$1" "$2"); done
+  for v in ${AB_VARIANTS:-}; do (export "${v?}" && run "new-${v//[^A-Za-z0-9]/_}" "$NEW" "$1" "$2"); done
 }
 for ((r = 1; r <= ROUNDS; r++)); do run new "$NEW" 4 "$r"; run base "$OLD" 4 "$r"; variants 4 "$r"; done
 run new "$NEW" 2 1
