@@ -1,7 +1,6 @@
 #include "thread_pool.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <exception>
 #include <map>
 #include <memory>
@@ -16,31 +15,13 @@ struct ThreadPool::Job {
   const Body* body = nullptr;
   int64_t n = 0;
   int chunks = 0;
-  int next = 0;                  // next chunk to claim (under mu_)
-  std::atomic<int> finished{0};  // chunks done or skipped (written under mu_)
+  int next = 0;      // next chunk to claim (under mu_)
+  int finished = 0;  // chunks done or skipped (under mu_)
   int error_chunk = -1;
   std::exception_ptr error;
 };
 
-namespace {
-
-// Polls `ready` for up to `spin`; true once it holds.
-template <typename Ready>
-bool spin_until(const Ready& ready, std::chrono::microseconds spin) {
-  if (spin.count() <= 0) return ready();
-  const auto until = std::chrono::steady_clock::now() + spin;
-  while (!ready()) {
-    if (std::chrono::steady_clock::now() >= until) return false;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
-  return true;
-}
-
-}  // namespace
-
-ThreadPool::ThreadPool(int num_threads, std::chrono::microseconds spin) : spin_(spin) {
+ThreadPool::ThreadPool(int num_threads) {
   const int workers = std::max(1, num_threads) - 1;
   workers_.reserve(static_cast<size_t>(workers));
   for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_loop(); });
@@ -50,7 +31,6 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
-    stopping_ = true;
   }
   work_cv_.notify_all();
   for (std::thread& t : workers_) t.join();
@@ -64,7 +44,6 @@ bool ThreadPool::run_one(Job& job, std::unique_lock<std::mutex>& lock) {
   if (job.next == job.chunks) {  // the last chunk is claimed: nothing left to queue
     const auto it = std::find(queue_.begin(), queue_.end(), &job);
     if (it != queue_.end()) queue_.erase(it);
-    queued_ = queue_.size();
   }
   std::exception_ptr error;
   if (job.error == nullptr) {  // after a failure the remaining chunks are skipped
@@ -88,11 +67,6 @@ bool ThreadPool::run_one(Job& job, std::unique_lock<std::mutex>& lock) {
 void ThreadPool::worker_loop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    if (spin_.count() > 0 && queue_.empty() && !stop_) {
-      lock.unlock();
-      spin_until([this] { return queued_ > 0 || stopping_; }, spin_);
-      lock.lock();
-    }
     work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stop_, and no work left
     run_one(*queue_.front(), lock);
@@ -113,14 +87,8 @@ void ThreadPool::parallel_for(int64_t n, int chunks, const Body& body) {
   job.chunks = chunks;
   std::unique_lock<std::mutex> lock(mu_);
   queue_.push_back(&job);
-  queued_ = queue_.size();
   work_cv_.notify_all();
   while (run_one(job, lock)) {
-  }
-  if (spin_.count() > 0 && job.finished != job.chunks) {
-    lock.unlock();
-    spin_until([&job] { return job.finished == job.chunks; }, spin_);
-    lock.lock();
   }
   done_cv_.wait(lock, [&job] { return job.finished == job.chunks; });
   lock.unlock();
@@ -133,12 +101,7 @@ ThreadPool& ThreadPool::shared(int num_threads) {
   num_threads = std::max(1, num_threads);
   std::lock_guard<std::mutex> lock(mu);
   std::unique_ptr<ThreadPool>& pool = pools[num_threads];
-  if (!pool) {
-    const char* env = std::getenv("DCP_POOL_SPIN_US");
-    const long spin_us = env != nullptr ? std::strtol(env, nullptr, 10) : 0;
-    pool =
-        std::make_unique<ThreadPool>(num_threads, std::chrono::microseconds(std::max(0L, spin_us)));
-  }
+  if (!pool) pool = std::make_unique<ThreadPool>(num_threads);
   return *pool;
 }
 

@@ -14,14 +14,8 @@
 // host backend share a process); their chunks share the workers and each
 // caller also runs its own, so a call never waits for a free worker, and a
 // body may itself call parallel_for.
-//
-// A pool made with spin > 0 has its idle workers, and a caller waiting for
-// others' chunks, poll for up to `spin` before they sleep: a dispatch then
-// costs no wake-up while work comes often, at the price of that CPU time.
 #pragma once
 
-#include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -36,8 +30,7 @@ class ThreadPool {
  public:
   using Body = std::function<void(int chunk, int64_t begin, int64_t end)>;
 
-  // num_threads is clamped to >= 1.
-  explicit ThreadPool(int num_threads, std::chrono::microseconds spin = {});
+  explicit ThreadPool(int num_threads);  // clamped to >= 1
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -47,7 +40,6 @@ class ThreadPool {
   void parallel_for(int64_t n, int chunks, const Body& body);
 
   // One process-wide pool per size, started on first use and kept until exit.
-  // Its spin is DCP_POOL_SPIN_US (diagnosis; unset: 0).
   static ThreadPool& shared(int num_threads);
 
  private:
@@ -60,10 +52,6 @@ class ThreadPool {
   std::condition_variable done_cv_;  // a chunk finished
   std::deque<Job*> queue_;           // jobs with chunks left to claim
   bool stop_ = false;
-  // Written under mu_, read without it by the spinning: queue_.size(), stop_.
-  std::atomic<size_t> queued_{0};
-  std::atomic<bool> stopping_{false};
-  std::chrono::microseconds spin_;
   std::vector<std::thread> workers_;
 };
 

@@ -3,7 +3,6 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
-#include <chrono>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -27,50 +26,45 @@ std::vector<int> chunk_of_each(ThreadPool& pool, int64_t n, int chunks) {
 }
 
 TEST_CASE("parallel_for covers every index once, in chunks fixed by n and the chunk count") {
-  // Workers that sleep when idle, and workers that poll a while first.
-  for (const std::chrono::microseconds spin :
-       {std::chrono::microseconds(0), std::chrono::microseconds(200)})
-    for (int threads : {1, 2, 3, 8}) {
-      ThreadPool pool(threads, spin);
-      CHECK(pool.num_threads() == threads);
-      for (int64_t n : {1, 7, 100, 2048}) {
-        for (int chunks : {1, 3, 16, 5000}) {
-          const std::vector<int> owner = chunk_of_each(pool, n, chunks);
-          const int64_t k = std::min<int64_t>(chunks, n);
-          for (int64_t i = 0; i < n; ++i) {
-            const int c = owner[static_cast<size_t>(i)];
-            CHECK(n * c / k <= i);
-            CHECK(i < n * (c + 1) / k);
-          }
+  for (int threads : {1, 2, 3, 8}) {
+    ThreadPool pool(threads);
+    CHECK(pool.num_threads() == threads);
+    for (int64_t n : {1, 7, 100, 2048}) {
+      for (int chunks : {1, 3, 16, 5000}) {
+        const std::vector<int> owner = chunk_of_each(pool, n, chunks);
+        const int64_t k = std::min<int64_t>(chunks, n);
+        for (int64_t i = 0; i < n; ++i) {
+          const int c = owner[static_cast<size_t>(i)];
+          CHECK(n * c / k <= i);
+          CHECK(i < n * (c + 1) / k);
         }
       }
-      pool.parallel_for(0, 4, [](int, int64_t, int64_t) { FAIL("no work for n = 0"); });
     }
+    pool.parallel_for(0, 4, [](int, int64_t, int64_t) { FAIL("no work for n = 0"); });
+  }
 }
 
 TEST_CASE("an exception in a chunk reaches the caller: the lowest-numbered chunk's") {
-  for (const std::chrono::microseconds spin :
-       {std::chrono::microseconds(0), std::chrono::microseconds(200)})
-    for (int threads : {1, 2, 4}) {
-      ThreadPool pool(threads, spin);
-      std::atomic<int> ran{0};
-      try {
-        pool.parallel_for(64, 16, [&](int chunk, int64_t, int64_t) {
-          ++ran;
-          if (chunk == 5 || chunk == 9) throw std::runtime_error("chunk " + std::to_string(chunk));
-        });
-        FAIL("no exception");
-      } catch (const std::runtime_error& e) {
-        CHECK(std::string(e.what()) == "chunk 5");
-      }
-      CHECK(ran.load() >= 6);  // every chunk up to the first that threw ran
-      // The pool still works afterwards.
-      std::atomic<int64_t> sum{0};
-      pool.parallel_for(1000, 7, [&](int, int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) sum += i;
+  for (int threads : {1, 2, 4}) {
+    ThreadPool pool(threads);
+    std::atomic<int> ran{0};
+    try {
+      pool.parallel_for(64, 16, [&](int chunk, int64_t, int64_t) {
+        ++ran;
+        if (chunk == 5 || chunk == 9) throw std::runtime_error("chunk " + std::to_string(chunk));
       });
-      CHECK(sum.load() == 999 * 1000 / 2);
+      FAIL("no exception");
+    } catch (const std::runtime_error& e) {
+      CHECK(std::string(e.what()) == "chunk 5");
     }
+    CHECK(ran.load() >= 6);  // every chunk up to the first that threw ran
+    // The pool still works afterwards.
+    std::atomic<int64_t> sum{0};
+    pool.parallel_for(1000, 7, [&](int, int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) sum += i;
+    });
+    CHECK(sum.load() == 999 * 1000 / 2);
+  }
   // Exceptions of any type pass through unchanged.
   ThreadPool pool(3);
   CHECK_THROWS_AS(pool.parallel_for(10, 10,
@@ -81,31 +75,28 @@ TEST_CASE("an exception in a chunk reaches the caller: the lowest-numbered chunk
 }
 
 TEST_CASE("callers on several threads share one pool, and bodies may nest") {
-  for (const std::chrono::microseconds spin :
-       {std::chrono::microseconds(0), std::chrono::microseconds(200)}) {
-    ThreadPool pool(3, spin);
-    std::vector<std::thread> callers;
-    std::vector<int64_t> sums(6, 0);
-    for (int k = 0; k < 6; ++k) {
-      callers.emplace_back([&pool, &sums, k] {
-        for (int rep = 0; rep < 20; ++rep) {
-          std::atomic<int64_t> sum{0};
-          pool.parallel_for(300, 12, [&](int, int64_t b, int64_t e) {
-            for (int64_t i = b; i < e; ++i) {
-              if (k % 2 == 0) {  // nested: a body that itself fans out
-                pool.parallel_for(4, 4, [&](int, int64_t nb, int64_t ne) { sum += (ne - nb) * i; });
-              } else {
-                sum += 4 * i;
-              }
+  ThreadPool pool(3);
+  std::vector<std::thread> callers;
+  std::vector<int64_t> sums(6, 0);
+  for (int k = 0; k < 6; ++k) {
+    callers.emplace_back([&pool, &sums, k] {
+      for (int rep = 0; rep < 20; ++rep) {
+        std::atomic<int64_t> sum{0};
+        pool.parallel_for(300, 12, [&](int, int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            if (k % 2 == 0) {  // nested: a body that itself fans out
+              pool.parallel_for(4, 4, [&](int, int64_t nb, int64_t ne) { sum += (ne - nb) * i; });
+            } else {
+              sum += 4 * i;
             }
-          });
-          sums[static_cast<size_t>(k)] = sum.load();
-        }
-      });
-    }
-    for (std::thread& t : callers) t.join();
-    for (int64_t s : sums) CHECK(s == 4 * (299 * 300 / 2));
+          }
+        });
+        sums[static_cast<size_t>(k)] = sum.load();
+      }
+    });
   }
+  for (std::thread& t : callers) t.join();
+  for (int64_t s : sums) CHECK(s == 4 * (299 * 300 / 2));
 }
 
 TEST_CASE("shared pools: one per size, kept") {
