@@ -65,8 +65,9 @@ size_t elem_bytes(DType d) { return d == DType::kFp32 ? 4 : 2; }
 
 // How this process's threads wait for the device. Blocking by default: a
 // worker's threads then sleep through each wait and leave the cores to the
-// check (measured, docs/results/2026-12-05-h100x1-throughput.md: +10% calls/s
-// at world 4, +20% at world 2 over CUDA's spin-while-cores-are-free default).
+// check (docs/results/2026-12-05-h100x1-throughput.md: +10% calls/s at world
+// 4 and +20% at world 2 over CUDA's default, auto, on a host where the check
+// bounds the run; no change where the device wait does).
 // DCP_SYNC (diagnosis) overrides it: auto (CUDA's default), spin, yield, block.
 void apply_sync_mode(int rank) {
   const char* env = std::getenv("DCP_SYNC");
