@@ -21,6 +21,7 @@
 #include "replay.h"
 #include "selftest.h"
 #include "suites.h"
+#include "sync_mode.h"
 
 namespace dcp {
 namespace {
@@ -263,6 +264,7 @@ SessionConfig make_session_config(const SessionOptions& opts, const ReportOption
   config.world = world;
   config.geometry = geometry;
   config.backend = opts.backend == "host" ? BackendKind::kHost : BackendKind::kGpu;
+  if (config.backend == BackendKind::kGpu) sync_mode_from_env();  // a bad DCP_SYNC: usage error
   if (config.backend == BackendKind::kHost && opts.mps == "on") {
     usage("--mps on needs --backend gpu (the host backend runs no GPU work)");
   }

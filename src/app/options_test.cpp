@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include <doctest/doctest.h>
@@ -178,6 +179,16 @@ TEST_CASE("session flags map to the SessionConfig; conflicts are usage errors") 
   RunOptions b = host_run();
   b.session.backend = "tpu";
   CHECK(usage_message([&] { validate_run_options(b); }).find("--backend") != std::string::npos);
+}
+
+TEST_CASE("DCP_SYNC is read before any worker starts: a bad value is a usage error on the GPU") {
+  setenv("DCP_SYNC", "sometimes", 1);
+  CHECK(usage_message([] { validate_run_options(RunOptions{}); }).find("DCP_SYNC=sometimes") !=
+        std::string::npos);
+  CHECK(validate_run_options(host_run()).config.backend == BackendKind::kHost);  // not read there
+  setenv("DCP_SYNC", "spin", 1);
+  CHECK(validate_run_options(RunOptions{}).config.backend == BackendKind::kGpu);
+  unsetenv("DCP_SYNC");
 }
 
 TEST_CASE("report paths are proven writable up front and nothing is left behind") {

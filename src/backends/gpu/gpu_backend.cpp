@@ -57,6 +57,7 @@
 #include "mutants.h"
 #include "sm_pressure_host.h"
 #include "symmetric_memory.h"
+#include "sync_mode.h"
 
 namespace dcp {
 namespace {
@@ -70,14 +71,11 @@ size_t elem_bytes(DType d) { return d == DType::kFp32 ? 4 : 2; }
 // bounds the run; no change where the device wait does).
 // DCP_SYNC (diagnosis) overrides it: auto (CUDA's default), spin, yield, block.
 void apply_sync_mode(int rank) {
-  const char* env = std::getenv("DCP_SYNC");
-  const std::string mode = env == nullptr || *env == '\0' ? "block" : env;
-  const unsigned flags = mode == "auto"    ? cudaDeviceScheduleAuto
-                         : mode == "spin"  ? cudaDeviceScheduleSpin
-                         : mode == "yield" ? cudaDeviceScheduleYield
-                         : mode == "block" ? cudaDeviceScheduleBlockingSync
-                                           : ~0u;
-  DCP_CHECK(flags != ~0u, UsageError, "DCP_SYNC={}: must be auto, spin, yield or block", mode);
+  const SyncMode mode = sync_mode_from_env();
+  const unsigned flags = mode == SyncMode::kAuto    ? cudaDeviceScheduleAuto
+                         : mode == SyncMode::kSpin  ? cudaDeviceScheduleSpin
+                         : mode == SyncMode::kYield ? cudaDeviceScheduleYield
+                                                    : cudaDeviceScheduleBlockingSync;
   CUDA_CHECK(rank, HarnessError, cudaSetDeviceFlags(flags));
 }
 
