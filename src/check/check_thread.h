@@ -11,6 +11,7 @@
 #include <future>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 namespace dcp {
 
@@ -24,6 +25,10 @@ class CheckThread {
   // Runs `task` after every task posted before it; its future carries the
   // result or the exception.
   void post(std::packaged_task<void()> task);
+  template <typename R>
+  void post(std::packaged_task<R()> task) {
+    post(std::packaged_task<void()>([t = std::move(task)]() mutable { t(); }));
+  }
 
   // The calling thread's, started on its first use and joined when that
   // thread exits.

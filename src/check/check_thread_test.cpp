@@ -20,7 +20,7 @@ TEST_CASE("a check thread runs tasks in the order posted, on one thread not the 
       return std::this_thread::get_id();
     });
     ran_on.push_back(task.get_future());
-    checks.post(std::packaged_task<void()>([t = std::move(task)]() mutable { t(); }));
+    checks.post(std::move(task));
   }
   const std::thread::id first = ran_on.front().get();
   CHECK(first != std::this_thread::get_id());
@@ -34,8 +34,8 @@ TEST_CASE("a task's exception reaches its future, and later tasks still run") {
   std::packaged_task<int()> bad([]() -> int { throw std::runtime_error("check failed"); });
   std::packaged_task<int()> good([] { return 7; });
   std::future<int> b = bad.get_future(), g = good.get_future();
-  checks.post(std::packaged_task<void()>([t = std::move(bad)]() mutable { t(); }));
-  checks.post(std::packaged_task<void()>([t = std::move(good)]() mutable { t(); }));
+  checks.post(std::move(bad));
+  checks.post(std::move(good));
   CHECK_THROWS_WITH_AS(b.get(), "check failed", std::runtime_error);
   CHECK(g.get() == 7);
 }

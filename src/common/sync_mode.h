@@ -4,8 +4,6 @@
 // that dies at start-up; the GPU backend maps it to cudaSetDeviceFlags.
 #pragma once
 
-#include <string_view>
-
 namespace dcp {
 
 enum class SyncMode { kAuto, kSpin, kYield, kBlock };

@@ -114,9 +114,10 @@ struct PendingCheck {
 };
 
 // Checks batch k on the runner's check thread (check_thread.h) while the
-// caller generates and runs batch k + 1. Results are merged in op order, so the counts, the first
-// mismatches and the output hash are those of checking in sequence. A small
-// batch is checked inline: handing it to a thread costs more than it saves.
+// caller generates and runs batch k + 1. Results are merged in op order, so
+// the counts, the first mismatches and the output hash are those of checking
+// in sequence. A small batch is checked inline: handing it to a thread costs
+// more than it saves.
 constexpr size_t kOverlapMinBytes = size_t{256} << 10;  // 128 Ki 16-bit elements
 
 class CheckPipeline {
@@ -155,8 +156,7 @@ class CheckPipeline {
       finish();
       return;
     }
-    CheckThread::for_this_thread().post(
-        std::packaged_task<void()>([task = std::move(task)]() mutable { task(); }));
+    CheckThread::for_this_thread().post(std::move(task));
   }
 
   // Waits for the pending check and merges it (op order), then hashes.
