@@ -1,27 +1,12 @@
 #include "group_barrier.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <climits>
-#include <ctime>
 
 #include "errors.h"
+#include "futex.h"
 
 namespace dcp {
 namespace {
-
-// Shared (not FUTEX_PRIVATE): the word lives in a segment several processes map.
-void futex_wait(std::atomic<uint32_t>& word, uint32_t expected, long timeout_ns) {
-  const timespec ts{0, timeout_ns};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, expected, &ts, nullptr, 0);
-}
-
-void futex_wake_all(std::atomic<uint32_t>& word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
-}
 
 // FNV-1a, never 0 (0 means "no barrier in progress").
 uint64_t key_hash(std::string_view key) {

@@ -20,6 +20,10 @@ size_t page_size() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
 // One slot per (dcp size, group index): index dcp_size * world + group_idx.
 size_t barrier_slots(int world) { return static_cast<size_t>(world + 1) * world; }
 
+size_t round_to_pages(size_t bytes) { return (bytes + page_size() - 1) / page_size() * page_size(); }
+
+size_t barrier_bytes(int world) { return round_to_pages(sizeof(BarrierSlot) * barrier_slots(world)); }
+
 }  // namespace
 
 std::string StatusBoard::shm_name(const std::string& run_id) {
@@ -27,9 +31,8 @@ std::string StatusBoard::shm_name(const std::string& run_id) {
 }
 
 size_t StatusBoard::bytes_for(int world) {
-  const size_t slots = sizeof(BarrierSlot) * barrier_slots(world);
-  return entry_stride_bytes() * static_cast<size_t>(world) +
-         (slots + page_size() - 1) / page_size() * page_size();
+  return entry_stride_bytes() * static_cast<size_t>(world) + barrier_bytes(world) +
+         round_to_pages(sizeof(LaunchTable) * static_cast<size_t>(world));
 }
 
 BarrierSlot* StatusBoard::barrier_slot(int dcp_size, int group_idx) const {
@@ -40,6 +43,15 @@ BarrierSlot* StatusBoard::barrier_slot(int dcp_size, int group_idx) const {
   auto* first = reinterpret_cast<BarrierSlot*>(static_cast<char*>(base_) +
                                                entry_stride_bytes() * static_cast<size_t>(world_));
   return first + index;
+}
+
+LaunchTable* StatusBoard::launch_table(int rank) const {
+  DCP_CHECK(rank >= 0 && rank < world_ && base_ != nullptr, HarnessError,
+            "status board has no launch table for rank {}", rank);
+  auto* first = reinterpret_cast<LaunchTable*>(static_cast<char*>(base_) +
+                                               entry_stride_bytes() * static_cast<size_t>(world_) +
+                                               barrier_bytes(world_));
+  return first + rank;
 }
 
 size_t StatusBoard::entry_stride_bytes() {

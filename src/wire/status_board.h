@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "group_barrier.h"
+#include "launch_table.h"
 #include "wait_status.h"
 
 namespace dcp {
@@ -23,7 +24,7 @@ class StatusBoard {
   static StatusBoard open(const std::string& run_id, int world);
   static std::string shm_name(const std::string& run_id);
   static size_t entry_stride_bytes();  // the page size
-  static size_t bytes_for(int world);   // rank entries, then the barrier slots
+  static size_t bytes_for(int world);   // rank entries, the barrier slots, the launch tables
 
   StatusBoard(StatusBoard&& other) noexcept;
   StatusBoard& operator=(StatusBoard&& other) noexcept;
@@ -42,6 +43,9 @@ class StatusBoard {
   // The barrier slot of DCP group `group_idx` of size `dcp_size` (after the
   // rank entries; zeroed by create).
   BarrierSlot* barrier_slot(int dcp_size, int group_idx) const;
+  // What rank `rank`'s process launched on the GPU (launch_table.h; zeroed by
+  // create: observation off until the worker's observer starts).
+  LaunchTable* launch_table(int rank) const;
   int world() const { return world_; }
 
  private:
