@@ -256,6 +256,7 @@ SessionConfig make_session_config(const SessionOptions& opts, const ReportOption
                                   int world, const Geometry& geometry) {
   check_choice("--backend", opts.backend, {"gpu", "host"});
   check_choice("--mps", opts.mps, {"auto", "on", "off"});
+  check_choice("--observe", opts.observe, {"on", "off"});
   if (!std::isfinite(opts.timeout_s) || opts.timeout_s <= 0 || opts.timeout_s > kMaxTimeoutS) {
     usage(fmt::format("--timeout {}: must be a number of seconds > 0 and <= {}", opts.timeout_s,
                       kMaxTimeoutS));
@@ -285,6 +286,7 @@ SessionConfig make_session_config(const SessionOptions& opts, const ReportOption
     config.against = load_kernel(against)->info();
   }
   config.timeout_s = opts.timeout_s;
+  config.observe_launches = opts.observe == "on";
   config.mps = opts.mps == "on" ? MpsMode::kOn : (opts.mps == "off" ? MpsMode::kOff : MpsMode::kAuto);
   config.fault = parse_fault_spec(opts.inject_fault, world);
   if (!opts.mutant.empty()) {
@@ -374,6 +376,9 @@ void add_session_options(CLI::App* app, SessionOptions& opts) {
   app->add_option("--impl", opts.impl, "Older spelling: direct | stock | both (= --against stock)");
   app->add_option("-t,--timeout", opts.timeout_s, "Per-call deadline in seconds (default 10)");
   app->add_option("--mps", opts.mps, "auto (default) | on | off: CUDA MPS when ranks share a GPU");
+  app->add_option("--observe", opts.observe,
+                  "on (default) | off: observe every kernel launch with CUPTI (GPU backend): "
+                  "hang diagnosis and residency warnings for any kernel");
   // Test-only: hidden from --help (an empty group hides an option in CLI11).
   app->add_option("--inject-fault", opts.inject_fault, "KIND:RANK:CASE:OP")->group("");
   app->add_option("--mutant", opts.mutant, "NAME")->group("");

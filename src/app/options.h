@@ -50,6 +50,7 @@ struct SessionOptions {
   std::string impl;              // the older spelling: direct | stock | both (= direct --against stock)
   double timeout_s = 10;         // per-call deadline
   std::string mps = "auto";      // auto | on | off
+  std::string observe = "on";    // on | off: CUPTI launch observation (GPU backend)
   std::string inject_fault;      // hidden, test only: KIND:RANK:CASE:OP
   std::string mutant;            // hidden, test only: a known-broken kernel variant (name or id),
                                  // so a stress/replay/shrink demo has a real bug to find

@@ -226,7 +226,8 @@ LaunchDiagnosis diagnose_launches(const std::vector<RankLaunches>& ranks, int ca
   return d;
 }
 
-std::vector<std::string> control_dump_lines(const std::vector<RankLaunches>& ranks) {
+std::vector<std::string> control_dump_lines(const std::vector<RankLaunches>& ranks,
+                                            int dcp_size) {
   // (group, context, name) -> per rank the dump.
   using Key = std::tuple<int, int, std::string>;
   std::map<Key, std::vector<std::pair<int, const ControlDump*>>> regions;
@@ -235,14 +236,17 @@ std::vector<std::string> control_dump_lines(const std::vector<RankLaunches>& ran
     const int n = std::clamp(rl.table->num_control, 0, kMaxControlDumps);
     for (int i = 0; i < n; ++i) {
       const ControlDump& c = rl.table->control[i];
+      if (dcp_size > 0 && c.dcp_size != dcp_size) continue;
       regions[{c.dcp_size, c.context, text_of(c.name, sizeof c.name)}].push_back({rl.rank, &c});
     }
   }
   std::vector<std::string> lines;
   for (const auto& [key, dumps] : regions) {
     const auto& [dcp, ctx, name] = key;
-    std::string header = fmt::format("control region '{}' (dcp{} context {}, {} bytes):", name,
-                                     dcp, ctx, dumps.front().second->bytes);
+    std::string header =
+        fmt::format("{} region '{}' (dcp{} context {}, {} bytes):",
+                    dumps.front().second->local ? "local" : "control", name, dcp, ctx,
+                    dumps.front().second->bytes);
     std::string ranks_text;
     for (const auto& [rank, dump] : dumps) {
       ranks_text += fmt::format(" | rank {}", rank);

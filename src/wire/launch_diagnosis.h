@@ -40,8 +40,10 @@ LaunchDiagnosis diagnose_launches(const std::vector<RankLaunches>& ranks, int ca
 // Every CONTROL region of every rank, side by side per rank: one block per
 // (group, context, region), rows of 8 bytes as u64 and two u32 words, rows
 // where the ranks differ marked '*'; all-zero rows equal on every rank are
-// folded. Empty when no rank dumped a region.
-std::vector<std::string> control_dump_lines(const std::vector<RankLaunches>& ranks);
+// folded. Empty when no rank dumped a region. `dcp_size` > 0: only that
+// group size's regions.
+std::vector<std::string> control_dump_lines(const std::vector<RankLaunches>& ranks,
+                                            int dcp_size = 0);
 
 // The warning for a launch whose grid exceeds what can be resident at once on
 // the SMs the rank may use ("" when it does not, or residency is unknown).

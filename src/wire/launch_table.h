@@ -67,6 +67,7 @@ struct ControlDump {
   char name[32] = {};     // the region's name, as the kernel asked for it
   int32_t dcp_size = 0;   // the group whose workspace holds it
   int32_t context = 0;    // kernel context (two-contexts cases)
+  int32_t local = 0;      // 1: a LOCAL region (small ones are dumped too: epochs live there)
   uint64_t bytes = 0;     // the region's size
   uint32_t dumped = 0;    // bytes copied into data (<= kControlDumpBytes)
   int32_t status = 0;     // 0 copied, 1 the copy did not finish in time, 2 failed

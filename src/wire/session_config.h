@@ -49,6 +49,10 @@ struct SessionConfig {
   CheckProfile profile;
   FaultSpec fault;
   bool check_determinism = false; // run each case twice, require identical bits
+  // GPU backend: every worker observes its kernel launches with CUPTI
+  // (backends/gpu/launch_observer.h) for the hang diagnosis and the residency
+  // warning; --observe off leaves CUPTI out (the diagnosis then says so).
+  bool observe_launches = true;
   int verbosity = 0;              // -q: -1, -v: 1
   // The one-line command that reruns a case with this configuration (built by
   // the app layer, app/replay.h; the session only copies it into CaseResult).

@@ -61,6 +61,7 @@ nlohmann::json worker_config_to_json(const WorkerConfig& config) {
         {"case_index", s.fault.case_index},
         {"op_idx", s.fault.op_idx}}},
       {"check_determinism", s.check_determinism},
+      {"observe_launches", s.observe_launches},
       {"verbosity", s.verbosity},
   };
 }
@@ -88,6 +89,7 @@ WorkerConfig worker_config_from_json(const nlohmann::json& j) {
     s.fault.case_index = f.at("case_index").get<int>();
     s.fault.op_idx = f.at("op_idx").get<int>();
     s.check_determinism = j.at("check_determinism").get<bool>();
+    s.observe_launches = j.at("observe_launches").get<bool>();
     s.verbosity = j.at("verbosity").get<int>();
     return c;
   } catch (const nlohmann::json::exception& e) {

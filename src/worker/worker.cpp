@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +27,7 @@
 #include "impl_agreement.h"
 #include "socket_channel.h"
 #include "socket_rendezvous.h"
+#include "launch_observer.h"
 #include "status_board.h"
 #include "worker_bench.h"
 #include "worker_protocol.h"
@@ -351,6 +353,7 @@ void Worker::join_finisher() {
 void Worker::run_one_case(const nlohmann::json& msg) {
   PhaseClock handled;
   const int index = msg.at("index").get<int>();
+  launch_observer::set_case(index);
   // "Began": should this rank die now, while the previous case's last check
   // still runs beside, the supervisor files the death under this case.
   channel_.send({{"type", "progress"}, {"index", index}, {"op", -1}});
@@ -416,6 +419,16 @@ void Worker::run() {
             "rank {}: no config from the supervisor", args_.rank);
   config_ = worker_config_from_json(*msg);
   board_ = std::make_unique<StatusBoard>(StatusBoard::open(config_.run_id, args_.world));
+  if (config_.session.backend == BackendKind::kGpu && config_.session.observe_launches) {
+    // Before the backends make the CUDA context; off (with the reason in the
+    // table) where CUPTI cannot work, never a failure.
+    launch_observer::start(board_->launch_table(args_.rank), board_->in_kernel(args_.rank));
+  } else {
+    std::snprintf(board_->launch_table(args_.rank)->note,
+                  sizeof board_->launch_table(args_.rank)->note, "launches not observed: %s",
+                  config_.session.backend == BackendKind::kGpu ? "--observe off"
+                                                               : "the host backend launches no kernels");
+  }
   rendezvous_ =
       std::make_unique<SocketRendezvous>(channel_, args_.rank, config_.gather_timeout_s, &early_);
   build_backends();
@@ -428,7 +441,11 @@ void Worker::run() {
     cpu_ms_ += cpu_now - std::exchange(cpu_mark_ms_, cpu_now);
     const std::string type = next.value("type", "");
     if (type != "case") join_finisher();
-    if (type == "shutdown") return;
+    if (type == "shutdown") {
+      backends_.clear();  // their dump regions go before the observer
+      launch_observer::stop();
+      return;
+    }
     if (type == "bench") {
       channel_.send(run_bench(next));
       continue;

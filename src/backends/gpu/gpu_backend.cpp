@@ -55,6 +55,7 @@
 #include "input_producer.h"
 #include "kernel_instance.h"
 #include "mutants.h"
+#include "launch_observer.h"
 #include "sm_pressure_host.h"
 #include "symmetric_memory.h"
 #include "sync_mode.h"
@@ -335,6 +336,9 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
   // The op's streams come first: SM pressure (whose blocks may wait for SMs
   // under MPS) never delays the op's launches, it only takes SMs.
   for (Stream& s : streams_) s.create(rank, /*greatest_priority=*/true);
+  for (size_t i = 0; i < streams_.size(); ++i) {
+    launch_observer::name_stream(streams_[i].get(), fmt::format("dcp{} slot {}", cfg_.dcp_size, i));
+  }
   init_status();
   rendezvous_ = &rendezvous;
   init_kernel(0, rendezvous);
@@ -413,6 +417,7 @@ void GpuBackend::drop_context(int ctx) {
   KernelContext& k = contexts_[static_cast<size_t>(ctx)];
   sync_all();
   k.instance.reset();  // finalize
+  launch_observer::remove_dump_regions(&k);
   for (MappedRegion& m : k.regions) {
     if (m.symmetric != nullptr) m.symmetric->close_peers();
   }
@@ -477,6 +482,12 @@ void GpuBackend::map_regions(KernelContext& k, const std::string& suffix,
       CUDA_CHECK(rank, HarnessError,
                  cudaMemset(static_cast<uint8_t*>(local) + q.bytes, kGuardCanary, m.tail_guard));
     }
+    // Dumped at a hang: the CONTROL regions, and LOCAL ones small enough to
+    // be epochs or counters rather than staging.
+    if (q.kind == DCP_REGION_CONTROL || (q.kind == DCP_REGION_LOCAL && q.bytes <= 4096)) {
+      launch_observer::add_dump_region(&k, cfg_.dcp_size, static_cast<int>(&k - contexts_.data()),
+                                       q.name, q.kind == DCP_REGION_LOCAL, local, q.bytes);
+    }
     std::vector<int64_t> table(cfg_.dcp_size, 0);
     for (int r = 0; r < cfg_.dcp_size; ++r) table[r] = reinterpret_cast<int64_t>(m.peers[r]);
     m.peer_table.ensure(sizeof(int64_t) * cfg_.dcp_size, rank);
@@ -496,6 +507,7 @@ GpuBackend::~GpuBackend() {
   for (Stream& s : streams_) cudaStreamSynchronize(s.get());
   for (KernelContext& k : contexts_) {
     k.instance.reset();  // finalize before the regions are unmapped
+    launch_observer::remove_dump_regions(&k);
     k.regions.clear();
   }
   if (registered_base_ != nullptr) cudaHostUnregister(registered_base_);
@@ -765,6 +777,7 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
                               CallBuffers& b, cudaStream_t s, cudaGraphExec_t graph,
                               PhaseTimes* phases) {
   PhaseClock clock;
+  const launch_observer::OpScope op_scope(in.op_idx, in.slot, cfg_.dcp_size);
   StepTrace trace(cfg_.global_rank, s);
   stage(sh, in, st);
   if (phases != nullptr) clock.lap(phases->stage_ms);

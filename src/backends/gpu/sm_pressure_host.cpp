@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "errors.h"
+#include "launch_observer.h"
 
 namespace dcp {
 
@@ -22,6 +23,7 @@ SmPressure::SmPressure(int device, int rank, double spin_timeout_s)
   CUDA_CHECK(rank, HarnessError,
              cudaDeviceGetAttribute(&device_sms, cudaDevAttrMultiProcessorCount, device));
   stream_.create(rank);
+  launch_observer::name_stream(stream_.get(), "dcp-check SM pressure");
   // Measured, not read: under MPS the client's share may be smaller than the
   // device's count. Two blocks of 1024 threads fill an SM.
   words_.ensure(3 * sizeof(uint32_t), rank);
@@ -84,6 +86,7 @@ std::string SmPressure::start(int percent) {
     ++relaunches;
     if (slow) break;
   }
+  launch_observer::set_pressure_sms(resident);  // one 1024-thread block holds one SM
   note_ = fmt::format(
       "pressure {}%: {} of {} blocks of {} threads and {} KiB shared memory resident ({} SMs "
       "wanted of the {} this rank holds at once; the device has {}){}",
@@ -125,6 +128,7 @@ void SmPressure::stop() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   cudaStreamSynchronize(stream_.get());  // errors surface at the batch's own calls
   running_ = false;
+  launch_observer::set_pressure_sms(0);
 }
 
 }  // namespace dcp
