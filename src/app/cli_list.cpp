@@ -56,7 +56,7 @@ int list_command(const ListOptions& opts) {
   }
   RunTarget target;
   target.world = v.world;
-  target.ranks_share_gpu = opts.gpus > 0 && opts.gpus < v.world;
+  target.ranks_share_gpu = opts.gpus && *opts.gpus < v.world;
   target.host_backend = opts.backend == "host";
   if (!opts.kernel.empty()) {
     target.kernels = {load_kernel(opts.kernel)->info()};
@@ -75,7 +75,7 @@ int list_command(const ListOptions& opts) {
     const Coverage cov = suite_coverage(cases, suite_options(v.world, v.geometry, v.selection, target));
     fmt::print("# suite {}: {} cases, world {}, {}, backend {}\n{}", v.selection.suite,
                cases.size(), v.world,
-               target.ranks_share_gpu ? fmt::format("{} GPU(s) shared by the ranks", opts.gpus)
+               target.ranks_share_gpu ? fmt::format("{} GPU(s) shared by the ranks", *opts.gpus)
                                       : std::string("one GPU per rank"),
                opts.backend, coverage_text(cov));
     std::fflush(stdout);

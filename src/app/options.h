@@ -84,7 +84,7 @@ struct ListOptions {
   // The session facts `list` cannot detect (no GPU): the suite is generated
   // for them. GPUs for the ranks (0: one per rank; fewer than --world: ranks
   // share a GPU) and the backend.
-  int gpus = 0;
+  std::optional<int> gpus;
   std::string backend = "gpu";
   bool coverage = false;    // print the suite's pairwise coverage instead of its cases
 };
