@@ -6,8 +6,10 @@
 //   3. a pair: the anchor, or either value's witness, with the pair set in,
 //      else that row repaired with both values fixed.
 // Repair is reason-guided: the predicate names the first rule a case breaks,
-// so a change of one free axis that makes the reason a new one (or empty)
-// fixed that rule; it is taken and repair goes on, at most 2 x axes steps.
+// so a change of one free axis that makes the reason a new one may have fixed
+// that rule. Repair is a breadth-first search over single changes of the free
+// axes that keeps one row per reason seen (a row whose reason was seen adds
+// nothing new), until a row runs; at most kMaxRepairRows rows are expanded.
 // This is exact when each rule involves at most two suite axes and a free
 // axis can satisfy it alone, which holds for today's rules (docs/DESIGN.md,
 // "Suites from the declaration"): unary ones (a dtype, base, slot count or
@@ -20,10 +22,16 @@
 
 #include <fmt/format.h>
 
+#include <deque>
 #include <set>
 #include <stdexcept>
 
 namespace dcp {
+namespace {
+// Distinct reasons are few (a rule and a value each); this bounds a search
+// that cannot succeed.
+constexpr int kMaxRepairRows = 96;
+}  // namespace
 
 SuiteAxes::SuiteAxes(const SuiteContext& s) : axes(axes_for(AxisUse::kSuite)) {
   for (size_t i = 0; i < axes.size(); ++i) {
@@ -172,25 +180,23 @@ std::string AllowedSpace::reason(const std::vector<int>& row) const {
 std::optional<std::vector<int>> AllowedSpace::repair(std::vector<int> row, int fixed_i,
                                                      int fixed_j) const {
   const int num = static_cast<int>(row.size());
-  std::set<std::string> seen;
-  for (int step = 0; step < 2 * num; ++step) {
-    const std::string why = reason(row);
-    if (why.empty()) return row;
-    seen.insert(why);
-    std::optional<std::vector<int>> next;
+  if (reason(row).empty()) return row;
+  std::set<std::string> seen = {reason(row)};
+  std::deque<std::vector<int>> queue = {std::move(row)};
+  for (int expanded = 0; !queue.empty() && expanded < kMaxRepairRows; ++expanded) {
+    const std::vector<int> cur = std::move(queue.front());
+    queue.pop_front();
     for (int k = 0; k < num; ++k) {
       if (k == fixed_i || k == fixed_j) continue;
       for (int v = 0; v < ax_.size(others_[k]); ++v) {
-        if (v == row[k]) continue;
-        std::vector<int> cand = row;
+        if (v == cur[k]) continue;
+        std::vector<int> cand = cur;
         cand[k] = v;
-        const std::string& r = reason(cand);
+        const std::string r = reason(cand);
         if (r.empty()) return cand;
-        if (!next && !seen.contains(r)) next = std::move(cand);
+        if (seen.insert(r).second) queue.push_back(std::move(cand));
       }
     }
-    if (!next) return std::nullopt;
-    row = std::move(*next);
   }
   return std::nullopt;
 }
