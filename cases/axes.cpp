@@ -613,7 +613,7 @@ std::vector<AxisDesc> make_table() {
        },
        // Just below 2^31 and 2^32, after slots, calls and layers are set.
        .suite_values = [](const SuiteContext&) {
-         return std::vector<CaseEdit>{[](Case&) {},
+         return std::vector<CaseEdit>{[](Case& c) { c.epoch_start.reset(); },
                                       [](Case& c) { set_epoch_below(c, kEpochSignBit); },
                                       [](Case& c) { set_epoch_below(c, kEpochWrap); }};
        },

@@ -1,6 +1,7 @@
 // Suites. `default` is a greedy pairwise covering array, built once per DCP
 // group size, over the main axes and the secondary ones (every pair of values
-// of any two axes appears with every group size), plus the upstream test's
+// of any two axes that the target allows appears with every group size:
+// suite_space.h, covering_array.h), plus the upstream test's
 // own cases and the field-failure families' cases (families.h). `full` is the
 // product of the main axes, secondary axes cycled.
 // The axes and their values are the table's (cases/axes.h).
@@ -9,43 +10,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
+#include <optional>
 #include <stdexcept>
 
 #include "axes.h"
+#include "covering_array.h"
 #include "geometry.h"
 #include "mix.h"
+#include "suite_space.h"
 
 namespace dcp {
 namespace {
-
-// The suite axes (axes_for(AxisUse::kSuite)) with their values for one
-// build. Main axes (no full_pick) form the product in `full`; secondary ones
-// cycle there; all of them join the covering array of `default`, so e.g. an
-// epoch wrap meets every mode and slot count.
-struct SuiteAxes {
-  std::vector<const AxisDesc*> axes;
-  std::vector<std::vector<CaseEdit>> values;  // per axis
-  std::vector<size_t> main, secondary;        // indices into axes
-
-  explicit SuiteAxes(const SuiteContext& s) : axes(axes_for(AxisUse::kSuite)) {
-    for (size_t i = 0; i < axes.size(); ++i) {
-      values.push_back(axes[i]->suite_values(s));
-      (axes[i]->full_pick ? secondary : main).push_back(i);
-    }
-  }
-  size_t index_of(std::string_view name) const {
-    for (size_t i = 0; i < axes.size(); ++i) {
-      if (axes[i]->name == name) return i;
-    }
-    throw std::logic_error(fmt::format("no suite axis '{}'", name));
-  }
-  int size(size_t i) const { return static_cast<int>(values[i].size()); }
-  // Applies value row[k] of axis which[k], in order.
-  void apply(Case& c, const std::vector<size_t>& which, const std::vector<int>& row) const {
-    for (size_t k = 0; k < which.size(); ++k) values[which[k]][static_cast<size_t>(row[k])](c);
-  }
-};
 
 void set_seed(Case& c, uint64_t base_seed) {
   c.seed = 0;
@@ -54,82 +29,44 @@ void set_seed(Case& c, uint64_t base_seed) {
   c.seed = mix64(fnv1a(id) ^ mix64(base_seed + kGolden)) & 0xFFFFFF;
 }
 
-// Greedy pairwise covering array (AETG-style): each new row starts from an
-// uncovered pair and fills the other axes with the value covering the most
-// uncovered pairs; the best of several candidate rows is kept.
-std::vector<std::vector<int>> pairwise_rows(const std::vector<int>& sizes, uint64_t seed) {
-  const int n = static_cast<int>(sizes.size());
-  // uncovered[i][j][a * sizes[j] + b] for i < j.
-  std::vector<std::vector<std::vector<char>>> uncovered(static_cast<size_t>(n));
-  int remaining = 0;
-  for (int i = 0; i < n; ++i) {
-    uncovered[i].resize(static_cast<size_t>(n));
-    for (int j = i + 1; j < n; ++j) {
-      uncovered[i][j].assign(static_cast<size_t>(sizes[i] * sizes[j]), 1);
-      remaining += sizes[i] * sizes[j];
-    }
-  }
-  auto is_new = [&](int i, int a, int j, int b) {
-    if (i > j) std::swap(i, j), std::swap(a, b);
-    return uncovered[i][j][static_cast<size_t>(a * sizes[j] + b)] != 0;
-  };
-  Rng rng(seed);
-  std::vector<std::vector<int>> rows;
-  while (remaining > 0) {
-    std::vector<int> best;
-    int best_gain = -1;
-    struct Pair {
-      int i, j, k;
-    };
-    std::vector<Pair> open;
-    for (int i = 0; i < n; ++i) {
-      for (int j = i + 1; j < n; ++j) {
-        for (int k = 0; k < sizes[i] * sizes[j]; ++k) {
-          if (uncovered[i][j][static_cast<size_t>(k)]) open.push_back({i, j, k});
-        }
-      }
-    }
-    for (int trial = 0; trial < 24; ++trial) {
-      // Seed the row with a random uncovered pair.
-      const Pair p = open[static_cast<size_t>(rng.below(static_cast<int>(open.size())))];
-      std::vector<int> row(static_cast<size_t>(n), -1);
-      row[p.i] = p.k / sizes[p.j];
-      row[p.j] = p.k % sizes[p.j];
-      std::vector<int> order(static_cast<size_t>(n));
-      std::iota(order.begin(), order.end(), 0);
-      for (int k = n - 1; k > 0; --k) std::swap(order[k], order[rng.below(k + 1)]);
-      int gain = 0;
-      for (int ax : order) {
-        if (row[ax] >= 0) continue;
-        int best_v = 0, best_g = -1;
-        for (int v = 0; v < sizes[ax]; ++v) {
-          int g = 0;
-          for (int o = 0; o < n; ++o) {
-            if (o != ax && row[o] >= 0 && is_new(ax, v, o, row[o])) ++g;
-          }
-          if (g > best_g || (g == best_g && rng.chance(0.5))) best_g = g, best_v = v;
-        }
-        row[ax] = best_v;
-      }
-      for (int i = 0; i < n; ++i) {
-        for (int j = i + 1; j < n; ++j) gain += is_new(i, row[i], j, row[j]) ? 1 : 0;
-      }
-      if (gain > best_gain) best_gain = gain, best = row;
-    }
-    for (int i = 0; i < n; ++i) {
-      for (int j = i + 1; j < n; ++j) {
-        char& u = uncovered[i][j][static_cast<size_t>(best[i] * sizes[j] + best[j])];
-        remaining -= u;
-        u = 0;
-      }
-    }
-    rows.push_back(best);
-  }
-  return rows;
-}
-
 void finish(std::vector<Case>& cases, uint64_t base_seed) {
   for (Case& c : cases) set_seed(c, base_seed);
+}
+
+// A case the target refuses only for a value its family does not test takes
+// the first allowed one, trying output dtype, LSE dtype, LSE base and no empty
+// shards (no family tests these: families.h); nullopt when none runs.
+std::optional<Case> adapted_case(const Case& c, const SuiteOptions& opts) {
+  for (DType out : {c.out_dtype, DType::kFp16, DType::kBf16}) {
+    for (DType lse : {c.lse_dtype, DType::kFp32, DType::kFp16, DType::kBf16}) {
+      for (LseBase base : {c.lse_base, LseBase::k2, LseBase::kE}) {
+        for (EmptyPattern e : {c.empty, EmptyPattern::kNone}) {
+          Case a = c;
+          a.out_dtype = out, a.lse_dtype = lse, a.lse_base = base, a.empty = e;
+          set_seed(a, opts.base_seed);
+          if (opts.skip_reason(a).empty()) return a;
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// Adapts cases[from..] to the target (adapted_case); an adapted case the suite
+// already holds is dropped. What still cannot run stays: the run skips it by
+// name, with the reason.
+void adapt_to_target(std::vector<Case>& cases, size_t from, const SuiteOptions& opts) {
+  if (!opts.skip_reason) return;
+  for (size_t k = from; k < cases.size(); ++k) {
+    if (opts.skip_reason(cases[k]).empty()) continue;
+    const std::optional<Case> a = adapted_case(cases[k], opts);
+    if (!a) continue;
+    if (std::find(cases.begin(), cases.end(), *a) != cases.end()) {
+      cases.erase(cases.begin() + static_cast<std::ptrdiff_t>(k--));
+    } else {
+      cases[k] = *a;
+    }
+  }
 }
 
 // The capacity family: T = max_tokens + 1, which every rank must refuse before
@@ -359,30 +296,28 @@ std::vector<Case> default_suite(const SuiteOptions& opts, const Geometry& g) {
   const SuiteAxes ax({opts.world, g});
   const size_t dcp = ax.index_of("dcp");
   if (ax.size(dcp) == 0) return {};
-  std::vector<size_t> all(ax.axes.size());
-  std::iota(all.begin(), all.end(), size_t{0});
   std::vector<Case> cases;
   // Every group size is its own code path (workspace, peers, concurrent
   // groups), so all pairs of the other axes are covered within each size:
-  // strength 3 where one of the three is the dcp size. A fixed structure
-  // seed: --seed changes the data, not which cases run.
-  std::vector<int> sizes;
-  for (size_t i : all) sizes.push_back(ax.size(i));
-  sizes.erase(sizes.begin() + static_cast<std::ptrdiff_t>(dcp));
+  // strength 3 where one of the three is the dcp size. Only pairs the target
+  // allows are to be covered, by rows it can run (suite_space.h). A fixed
+  // structure seed: --seed changes the data, not which cases run.
   for (int w = 0; w < ax.size(dcp); ++w) {
-    for (std::vector<int> row : pairwise_rows(sizes, 0xDC9C5EED + static_cast<uint64_t>(w))) {
-      row.insert(row.begin() + static_cast<std::ptrdiff_t>(dcp), w);
-      Case c;
-      c.geometry = g;
-      ax.apply(c, all, row);
-      cases.push_back(c);
+    const AllowedSpace space(ax, g, w, opts.skip_reason);
+    if (!space.group_reason().empty()) continue;  // the families' cases say why, by name
+    const uint64_t seed = 0xDC9C5EED + static_cast<uint64_t>(w);
+    for (const std::vector<int>& row :
+         pairwise_rows(space.sizes(), seed, opts.skip_reason ? &space : nullptr)) {
+      cases.push_back(space.make_case(row));
     }
   }
   finish(cases, opts.base_seed);
+  const size_t num_rows = cases.size();
   for (const Case& u : upstream_suite(opts)) {
     if (std::find(cases.begin(), cases.end(), u) == cases.end()) cases.push_back(u);
   }
   add_family_cases(cases, opts, g, /*init_late_ms=*/100);  // in seconds of suite time
+  adapt_to_target(cases, num_rows, opts);
   return cases;
 }
 
@@ -406,7 +341,9 @@ std::vector<Case> full_suite(const SuiteOptions& opts, const Geometry& g) {
     if (k < 0) break;
   }
   finish(cases, opts.base_seed);
+  const size_t num_rows = cases.size();
   add_family_cases(cases, opts, g, /*init_late_ms=*/2000);  // seconds late, as in the field
+  adapt_to_target(cases, num_rows, opts);
   return cases;
 }
 
@@ -467,11 +404,16 @@ std::vector<int> dcp_sizes_for_world(int world) {
 
 std::vector<Case> build_suite(std::string_view suite, const SuiteOptions& opts) {
   const Geometry g = canonical_geometry(opts.geometry);
-  if (suite == "smoke") return smoke_suite(opts, g);
   if (suite == "default") return default_suite(opts, g);
   if (suite == "full") return full_suite(opts, g);
-  if (suite == "upstream") return upstream_suite(opts);
-  if (suite == "pressure") return pressure_cases(opts, g);
+  std::vector<Case> cases;
+  if (suite == "smoke") cases = smoke_suite(opts, g);
+  if (suite == "upstream") cases = upstream_suite(opts);
+  if (suite == "pressure") cases = pressure_cases(opts, g);
+  if (suite == "smoke" || suite == "upstream" || suite == "pressure") {
+    adapt_to_target(cases, 0, opts);
+    return cases;
+  }
   throw std::invalid_argument(
       fmt::format("unknown suite '{}' (expected smoke|default|full|upstream|pressure)", suite));
 }

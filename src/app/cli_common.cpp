@@ -30,12 +30,19 @@ void on_signal(int signo) {
 
 }  // namespace
 
-std::vector<Case> select_cases(int world, const Geometry& geometry, const CaseSelection& sel) {
+SuiteOptions suite_options(int world, const Geometry& geometry, const CaseSelection& sel,
+                           const RunTarget& target) {
   SuiteOptions opts;
   opts.world = world;
   opts.geometry = geometry;
   opts.base_seed = sel.seed;
-  std::vector<Case> all = build_suite(sel.suite, opts);
+  opts.skip_reason = skip_reason_fn(target);
+  return opts;
+}
+
+std::vector<Case> select_cases(int world, const Geometry& geometry, const CaseSelection& sel,
+                               const RunTarget& target) {
+  std::vector<Case> all = build_suite(sel.suite, suite_options(world, geometry, sel, target));
   std::vector<Case> picked;
   for (auto& c : all) {
     if (sel.matches(format_case_id(c))) picked.push_back(std::move(c));

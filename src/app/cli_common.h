@@ -12,13 +12,19 @@
 #include "exit_code.h"
 #include "options.h"
 #include "run_report.h"
+#include "run_target.h"
 
 namespace dcp {
 
-// The suite's cases for this world/geometry that match the filter. Throws
-// UsageError when the filter selects nothing (a run that tests nothing must
-// not pass).
-std::vector<Case> select_cases(int world, const Geometry& geometry, const CaseSelection& sel);
+// The suite's options for this world/geometry, generated for `target`.
+SuiteOptions suite_options(int world, const Geometry& geometry, const CaseSelection& sel,
+                           const RunTarget& target);
+// The suite's cases for this world/geometry, generated for `target` (the
+// default: the built-in kernel, one GPU per rank), that match the filter.
+// Throws UsageError when the filter selects nothing (a run that tests nothing
+// must not pass).
+std::vector<Case> select_cases(int world, const Geometry& geometry, const CaseSelection& sel,
+                               const RunTarget& target = {});
 
 // "dcp4 x1, dcp2 x2": the DCP groups that run concurrently for each size.
 std::string describe_groups(int world);

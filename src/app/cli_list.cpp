@@ -1,5 +1,6 @@
 // `dcp-check list`: case ids of a suite (pure function of the options, no GPU),
-// geometry presets with their sources, suite names, or the case families.
+// its pairwise coverage, geometry presets with their sources, suite names, or
+// the case families.
 #include <cstdio>
 #include <memory>
 
@@ -9,6 +10,7 @@
 
 #include "cli.h"
 #include "cli_common.h"
+#include "coverage.h"
 #include "families.h"
 #include "geometry.h"
 #include "kernel_plugin.h"
@@ -52,10 +54,13 @@ int list_command(const ListOptions& opts) {
     print_families(select_cases(v.world, v.geometry, v.selection));
     return 0;
   }
-  std::shared_ptr<LoadedKernel> kernel;
+  RunTarget target;
+  target.world = v.world;
+  target.ranks_share_gpu = opts.gpus && *opts.gpus < v.world;
+  target.host_backend = opts.backend == "host";
   if (!opts.kernel.empty()) {
-    kernel = load_kernel(opts.kernel);
-    const KernelInfo& k = kernel->info();
+    target.kernels = {load_kernel(opts.kernel)->info()};
+    const KernelInfo& k = target.kernels.front();
     fmt::print("# {}\n# memory {}, out dtypes 0x{:x}, LSE dtypes 0x{:x}, bases 0x{:x}, groups <= {}, "
                "slots <= {}, epoch kind {}, set_epoch {}, {} mutant(s)\n# capabilities: {}\n",
                kernels_text(k, nullptr), k.memory == DCP_MEMORY_HOST ? "host" : "device",
@@ -63,9 +68,21 @@ int list_command(const ListOptions& opts) {
                k.epoch_kind, k.has_set_epoch ? "yes" : "no", k.mutants.size(),
                capability_list(k.capabilities));
   }
-  for (const Case& c : select_cases(v.world, v.geometry, v.selection)) {
-    // Skips that depend on shared GPUs are decided at run time (here: one GPU per rank).
-    const std::string why = kernel ? case_skip_reason(kernel->info(), c, false) : "";
+  // Generated for the target: this kernel, --gpus and --backend (list has no
+  // GPU to find them); SM pressure under MPS is decided at run time.
+  const std::vector<Case> cases = select_cases(v.world, v.geometry, v.selection, target);
+  if (opts.coverage) {
+    const Coverage cov = suite_coverage(cases, suite_options(v.world, v.geometry, v.selection, target));
+    fmt::print("# suite {}: {} cases, world {}, {}, backend {}\n{}", v.selection.suite,
+               cases.size(), v.world,
+               target.ranks_share_gpu ? fmt::format("{} GPU(s) shared by the ranks", *opts.gpus)
+                                      : std::string("one GPU per rank"),
+               opts.backend, coverage_text(cov));
+    std::fflush(stdout);
+    return 0;
+  }
+  for (const Case& c : cases) {
+    const std::string why = run_skip_reason(target, c);
     if (why.empty()) {
       fmt::print("{}\n", format_case_id(c));
     } else {
@@ -93,9 +110,19 @@ CLI::App* add_list_command(CLI::App& app, CliContext& ctx) {
       "--families", opts->families,
       "List the case families (field failures) with their counts in the selected suite");
   sub->add_option("--kernel", opts->kernel,
-                  "Show this kernel's declaration and mark the cases it would skip");
+                  "Generate the suite for this kernel's declaration (shown) and mark the cases "
+                  "it would still skip");
+  sub->add_option("--gpus", opts->gpus,
+                  "GPUs the ranks would run on: fewer than --world means ranks share a GPU "
+                  "(default: one GPU per rank)");
+  sub->add_option("-b,--backend", opts->backend, "gpu (default) | host: the backend to plan for");
+  CLI::Option* coverage = sub->add_flag(
+      "--coverage", opts->coverage,
+      "Print the suite's pairwise coverage (per axis pair: covered / allowed / impossible "
+      "here, with the reasons) instead of its cases");
   geometries->excludes(suites);
   families->excludes(geometries)->excludes(suites);
+  coverage->excludes(geometries)->excludes(suites)->excludes(families);
   sub->callback([opts, &ctx] { ctx.action = [opts] { return list_command(*opts); }; });
   return sub;
 }

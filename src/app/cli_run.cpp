@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "cli_common.h"
+#include "coverage.h"
 #include "command_lifecycle.h"
 #include "options.h"
 #include "run_report_command.h"
@@ -20,7 +21,10 @@ class RunCommand : public RunReportCommand {
  public:
   RunCommand(const ValidRun& v, const std::vector<std::string>& argv)
       : RunReportCommand("run", argv, v.config, v.report), v_(v) {
-    planned_ = select_cases(v.config.world, v.config.geometry, v.selection);
+    // Planned for the facts known before the session starts (one GPU per
+    // rank); run() generates it again once the session has found its GPUs.
+    planned_ = select_cases(v.config.world, v.config.geometry, v.selection,
+                            run_target(v.config));
     report_.suite = v.selection.suite;
     report_.filter = v.selection.filter;
     report_.seed = v.selection.seed;
@@ -29,6 +33,15 @@ class RunCommand : public RunReportCommand {
   void run(CommandLifecycle& life) override {
     const SessionConfig& config = v_.config;
     const Geometry& g = config.geometry;
+    // The suite is generated for the session's real target (e.g. whether
+    // ranks share a GPU), so the session starts before the header names the
+    // number of cases.
+    auto session = std::make_unique<Session>(config);
+    report_.environment = session->environment();
+    const SuiteOptions suite_opts =
+        suite_options(config.world, g, v_.selection, session->target());
+    planned_ = select_cases(config.world, g, v_.selection, session->target());
+    report_.coverage = suite_coverage(planned_, suite_opts);  // of what runs, --filter included
     life.term().begin(
         fmt::format("dcp-check: suite {}{}, {} cases, world {} ({}), geometry {}, backend {}",
                     v_.selection.suite,
@@ -37,8 +50,7 @@ class RunCommand : public RunReportCommand {
                     g.name.empty() ? "custom" : g.name,
                     config.backend == BackendKind::kHost ? "host" : "gpu"),
         static_cast<int>(planned_.size()));
-    auto session = std::make_unique<Session>(config);
-    report_.environment = session->environment();
+    life.term().info(report_.coverage->total_line());
     bool broken = false;  // run_case threw: the session cannot run another case
     const std::string& suite = v_.selection.suite;
     run_cases(

@@ -13,6 +13,7 @@
 #include "options.h"
 #include "report_json.h"
 #include "selftest.h"
+#include "run_target.h"
 #include "session.h"
 #include "suites.h"
 
@@ -97,9 +98,13 @@ ValidSelftest validate_selftest_options(const SelftestOptions& o) {
     throw UsageError(fmt::format("kernel '{}' declares no mutants: selftest has nothing to prove",
                                  v.base.kernel.name));
   }
+  // The suite is generated for the kernel's declaration (one GPU per rank
+  // assumed); the upstream column stays the upstream test's own cases.
   const SuiteOptions suite_opts{
       .world = o.world, .geometry = geometry, .base_seed = selection.seed};
-  plan.cases = suite_cases(selection.suite, suite_opts, selection);
+  SuiteOptions target_opts = suite_opts;
+  target_opts.skip_reason = skip_reason_fn(run_target(v.base));
+  plan.cases = suite_cases(selection.suite, target_opts, selection);
   if (plan.cases.empty()) {
     throw UsageError(fmt::format("--filter '{}': matches no case of suite {}", selection.filter,
                                  selection.suite));

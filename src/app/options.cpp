@@ -319,6 +319,10 @@ ValidList validate_list_options(const ListOptions& opts) {
   v.world = opts.world;
   v.geometry = resolve_geometry(opts.geometry, opts.world);
   v.selection = validate_selection(opts.selection);
+  if (opts.gpus && *opts.gpus < 1) usage(fmt::format("--gpus {}: must be at least 1", *opts.gpus));
+  if (opts.backend != "gpu" && opts.backend != "host") {
+    usage(fmt::format("--backend '{}': expected gpu or host", opts.backend));
+  }
   return v;
 }
 

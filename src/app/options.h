@@ -82,6 +82,12 @@ struct ListOptions {
   bool suites = false;      // list suite names instead of cases
   bool families = false;    // list the case families and their counts
   std::string kernel;       // with a kernel: its declaration, and which cases it would skip
+  // The session facts `list` cannot detect (no GPU): the suite is generated
+  // for them. GPUs for the ranks (0: one per rank; fewer than --world: ranks
+  // share a GPU) and the backend.
+  std::optional<int> gpus;
+  std::string backend = "gpu";
+  bool coverage = false;    // print the suite's pairwise coverage instead of its cases
 };
 
 struct ReplayOptions {

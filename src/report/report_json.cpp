@@ -149,6 +149,7 @@ nlohmann::ordered_json report_to_json(const RunReport& report) {
                    {"failed_runs", report.repeat->failed_runs},
                    {"hashes_identical", report.repeat->hashes_identical}};
   }
+  if (report.coverage) j["coverage"] = nlohmann::json(*report.coverage);
   return j;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "coverage.h"
 #include "phase_summary.h"
 #include "results.h"
 #include "session_config.h"
@@ -38,6 +39,8 @@ struct RunReport {
   std::vector<CaseResult> cases;        // in run order, skipped ones included
   PhaseTotals phases;                   // over every case that ran (stress: not only those kept)
   std::optional<RepeatSummary> repeat;
+  // `run`: the suite's pairwise coverage on the session's target (coverage.h).
+  std::optional<Coverage> coverage;
   std::string started_at;               // ISO 8601 UTC
   double wall_s = 0;
   int interrupted_by = 0;               // signal number, 0 if none

@@ -12,6 +12,7 @@
 #include "bench.h"
 #include "case.h"
 #include "results.h"
+#include "run_target.h"
 #include "session_config.h"
 
 namespace dcp {
@@ -47,6 +48,9 @@ class Session {
   ShutdownTimes shut_down();
   const EnvironmentInfo& environment() const;
   const SessionConfig& config() const;
+  // What this session can run (its kernels and the facts found at start-up):
+  // the rule it skips cases by, and what suites for it are generated from.
+  const RunTarget& target() const;
 
  private:
   struct Impl;

@@ -71,6 +71,7 @@ ShutdownTimes Session::shut_down() {
 }
 const EnvironmentInfo& Session::environment() const { return impl_->env; }
 const SessionConfig& Session::config() const { return impl_->config; }
+const RunTarget& Session::target() const { return impl_->target; }
 
 // ---- start-up --------------------------------------------------------------
 
@@ -99,6 +100,7 @@ void Session::Impl::start() {
   mps = std::make_unique<MpsController>(config.mps, config.backend == BackendKind::kGpu,
                                         config.world, num_gpus, run_dir);
   env.mps_mode = mps->description();
+  target = run_target(config, env);
   spawn_workers();
   const auto deadline =
       SupervisorClock::now() + std::chrono::seconds(static_cast<int64_t>(kStartupTimeoutS));

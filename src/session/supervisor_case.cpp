@@ -243,21 +243,7 @@ std::optional<CaseFailure> Session::Impl::find_failure(
 }
 
 std::string Session::Impl::skip_reason(const Case& c) const {
-  if (std::find(dcp_sizes.begin(), dcp_sizes.end(), c.dcp_size) == dcp_sizes.end()) {
-    return fmt::format("not run: dcp size {} does not divide --world {}", c.dcp_size,
-                       config.world);
-  }
-  if (c.pressure > 0 && config.backend == BackendKind::kHost) {
-    return "not run: SM pressure needs the GPU backend (the host model has no SMs)";
-  }
-  if (c.pressure > 0) {
-    if (std::string why = pressure_unrunnable_reason(env); !why.empty()) return "not run: " + why;
-  }
-  // Decided from the kernels' declarations before any rank enters the exchange.
-  for (const KernelInfo* k : config.kernels()) {
-    if (std::string why = case_skip_reason(*k, c, env.ranks_share_gpu); !why.empty()) return why;
-  }
-  return "";
+  return run_skip_reason(target, c);
 }
 
 void Session::Impl::send_case(const std::string& id, int index) {

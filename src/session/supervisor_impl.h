@@ -108,6 +108,7 @@ struct Session::Impl {
 
   SessionConfig config;
   EnvironmentInfo env;
+  RunTarget target;  // from config and env once both are known (start)
   std::vector<int> dcp_sizes;
   std::string run_id;
   std::string run_dir;

@@ -24,6 +24,10 @@
  * Faulty variants, one compile definition each (the same source; tests of
  * dcp-check's plugin handling build one library per variant):
  *   DCP_TEST_FP16_ONLY        declares fp16 output only (bf16 cases are skipped)
+ *   DCP_TEST_FP32_LSE_ONLY    declares fp32 LSE only
+ *   DCP_TEST_NO_MASKING       lacks masks-empty-kv (never given seq_lens)
+ *   DCP_TEST_NEEDS_CORESIDENT declares needs-coresident
+ *   DCP_TEST_CONSTRAINED      all three of the above
  *   DCP_TEST_INIT_FAILS_RANK=R init fails with DCP_STATUS_INTERNAL on group rank
  *                             R only, before the allgather
  *   DCP_TEST_INIT_LATE_RANK=R init on group rank R first sleeps 3 s (a rank that
@@ -67,7 +71,9 @@
         defined(DCP_TEST_INIT_LATE_RANK) + \
         defined(DCP_TEST_CRASH_IN_CALL) + defined(DCP_TEST_HUGE_REGION) + \
         defined(DCP_TEST_WRONG_ABI) + defined(DCP_TEST_NO_SYMBOL) + defined(DCP_TEST_BAD_SHAPE) + \
-        defined(DCP_TEST_WRITE_PAST_OUTPUT) + defined(DCP_TEST_GLOBAL_RECV) > 1
+        defined(DCP_TEST_WRITE_PAST_OUTPUT) + defined(DCP_TEST_GLOBAL_RECV) + \
+        defined(DCP_TEST_FP32_LSE_ONLY) + defined(DCP_TEST_NO_MASKING) + \
+        defined(DCP_TEST_NEEDS_CORESIDENT) + defined(DCP_TEST_CONSTRAINED) > 1
 #error "define at most one DCP_TEST_* variant"
 #endif
 
@@ -76,6 +82,37 @@
 #define HP_OUT_DTYPES DCP_DTYPE_MASK(DCP_DTYPE_FP16)
 #else
 #define HP_OUT_DTYPES (DCP_DTYPE_MASK(DCP_DTYPE_FP16) | DCP_DTYPE_MASK(DCP_DTYPE_BF16))
+#endif
+
+/* Declaration-only variants (correct kernels that declare less): what the
+ * suites generated from a declaration are tested with. */
+#if defined(DCP_TEST_FP32_LSE_ONLY)
+#define HP_VARIANT "-fp32-lse-only"
+#endif
+#if defined(DCP_TEST_NO_MASKING)
+#define HP_VARIANT "-no-masking"
+#endif
+#if defined(DCP_TEST_NEEDS_CORESIDENT)
+#define HP_VARIANT "-needs-coresident"
+#endif
+#if defined(DCP_TEST_CONSTRAINED)
+#define HP_VARIANT "-constrained"
+#endif
+#if defined(DCP_TEST_FP32_LSE_ONLY) || defined(DCP_TEST_CONSTRAINED)
+#define HP_LSE_DTYPES DCP_DTYPE_MASK(DCP_DTYPE_FP32)
+#else
+#define HP_LSE_DTYPES \
+  (DCP_DTYPE_MASK(DCP_DTYPE_FP32) | DCP_DTYPE_MASK(DCP_DTYPE_FP16) | DCP_DTYPE_MASK(DCP_DTYPE_BF16))
+#endif
+#if defined(DCP_TEST_NO_MASKING) || defined(DCP_TEST_CONSTRAINED)
+#define HP_CAP_MASKING 0 /* never given seq_lens: dcp-check skips or adapts those cases */
+#else
+#define HP_CAP_MASKING DCP_CAP_MASKS_EMPTY_KV
+#endif
+#if defined(DCP_TEST_NEEDS_CORESIDENT) || defined(DCP_TEST_CONSTRAINED)
+#define HP_CAP_CORESIDENT DCP_CAP_NEEDS_CORESIDENT
+#else
+#define HP_CAP_CORESIDENT 0
 #endif
 
 #if defined(DCP_TEST_INIT_FAILS_RANK)
@@ -788,15 +825,14 @@ DCP_PLUGIN_EXPORT const dcpKernelPlugin_v1_t HP_TABLE_NAME = {
     .version = "1.0",
     .memory = DCP_MEMORY_HOST,
     .out_dtypes = HP_OUT_DTYPES,
-    .lse_dtypes = DCP_DTYPE_MASK(DCP_DTYPE_FP32) | DCP_DTYPE_MASK(DCP_DTYPE_FP16) |
-                  DCP_DTYPE_MASK(DCP_DTYPE_BF16),
+    .lse_dtypes = HP_LSE_DTYPES,
     .lse_bases = DCP_LSE_BASE_MASK(DCP_LSE_BASE_E) | DCP_LSE_BASE_MASK(DCP_LSE_BASE_2),
     .max_group_size = HP_MAX_GROUP,
     .max_slots = HP_MAX_SLOTS,
     .epoch_kind = DCP_EPOCH_U64,
     /* No DCP_CAP_GRAPH_SAFE: CUDA graphs mean nothing on the host. */
-    .capabilities = DCP_CAP_MASKS_EMPTY_KV | DCP_CAP_TIMEOUT_HINT | DCP_CAP_WAIT_STATUS |
-                    DCP_CAP_COMBINED_LSE,
+    .capabilities = HP_CAP_MASKING | HP_CAP_CORESIDENT | DCP_CAP_TIMEOUT_HINT |
+                    DCP_CAP_WAIT_STATUS | DCP_CAP_COMBINED_LSE,
     .mutants = NULL,
     .num_mutants = 0,
     .get_workspace = hp_get_workspace,
