@@ -84,6 +84,7 @@ nlohmann::ordered_json config_to_json(const RunReport& report) {
       {"kernel", nlohmann::ordered_json::parse(nlohmann::json(c.kernel).dump())},
       {"against", c.against ? nlohmann::ordered_json::parse(nlohmann::json(*c.against).dump())
                             : nlohmann::ordered_json(nullptr)},
+      {"against_exact", c.against_exact},
       {"timeout_s", c.timeout_s},
       {"mps", mps_name(c.mps)},
       {"check_determinism", c.check_determinism},
