@@ -53,8 +53,9 @@ ValidBench validate_bench_options(const BenchOptions& o) {
   if (o.session.impl != "direct" && o.session.impl != "stock" && o.session.impl != "both") {
     throw UsageError(fmt::format("--impl {}: must be direct, stock or both", o.session.impl));
   }
-  if (!o.session.against.empty()) {
-    throw UsageError("--against: bench compares with the stock path itself (--impl both)");
+  if (!o.session.against.empty() || o.session.against_exact) {
+    throw UsageError(fmt::format("{}: bench compares with the stock path itself (--impl both)",
+                                 o.session.against.empty() ? "--against-exact" : "--against"));
   }
   SessionOptions session = o.session;
   session.impl.clear();  // workspaces built at start-up; bench picks impls per point

@@ -279,6 +279,12 @@ SessionConfig make_session_config(const SessionOptions& opts, const ReportOption
     kernel = opts.impl == "stock" ? "stock" : "direct";
     if (opts.impl == "both") against = "stock";
   }
+  if (opts.against_exact && against.empty()) {
+    usage("--against-exact needs --against KERNEL: it says how the two kernels are compared");
+  }
+  // --impl both: direct and stock share kernels/combine_device.cuh and round
+  // once from the same fp32 sums in the same order, so they must agree bit for bit.
+  config.against_exact = opts.against_exact || opts.impl == "both";
   if (kernel.empty()) kernel = kDefaultKernel;
   config.kernel = load_kernel(kernel)->info();
   if (!against.empty()) {
@@ -376,8 +382,12 @@ void add_session_options(CLI::App* app, SessionOptions& opts) {
   app->add_option("--kernel", opts.kernel,
                   "Kernel under test: direct (default) | stock | PATH of a plugin .so (docs/plugins.md)");
   app->add_option("--against", opts.against,
-                  "A second kernel run on the same cases, outputs compared bit for bit");
-  app->add_option("--impl", opts.impl, "Older spelling: direct | stock | both (= --against stock)");
+                  "A second kernel run on the same cases; both are checked, and their outputs "
+                  "must agree within the reference tolerance (docs/plugins.md)");
+  app->add_flag("--against-exact", opts.against_exact,
+                "With --against: the two kernels must agree bit for bit (refactors)");
+  app->add_option("--impl", opts.impl,
+                  "Older spelling: direct | stock | both (= --against stock --against-exact)");
   app->add_option("-t,--timeout", opts.timeout_s, "Per-call deadline in seconds (default 10)");
   app->add_option("--mps", opts.mps, "auto (default) | on | off: CUDA MPS when ranks share a GPU");
   app->add_option("--observe", opts.observe,

@@ -46,8 +46,10 @@ struct SelectionOptions {
 struct SessionOptions {
   std::string backend = "gpu";   // gpu | host
   std::string kernel;            // direct (default) | stock | PATH of a plugin library
-  std::string against;           // a second kernel, compared bit for bit ("" none)
-  std::string impl;              // the older spelling: direct | stock | both (= direct --against stock)
+  std::string against;           // a second kernel, compared within tolerance ("" none)
+  bool against_exact = false;    // compare with --against bit for bit instead
+  std::string impl;              // the older spelling: direct | stock | both (= direct --against
+                                 // stock --against-exact)
   double timeout_s = 10;         // per-call deadline
   std::string mps = "auto";      // auto | on | off
   std::string observe = "on";    // on | off: CUPTI launch observation (GPU backend)

@@ -141,6 +141,7 @@ TEST_CASE("session flags map to the SessionConfig; conflicts are usage errors") 
   CHECK(v.config.backend == BackendKind::kHost);
   REQUIRE(v.config.against.has_value());
   CHECK(v.config.against->spec == "stock");
+  CHECK(v.config.against_exact);  // direct and stock must agree bit for bit
   CHECK(v.config.timeout_s == 2.5);
   CHECK(v.config.mps == MpsMode::kOff);
   CHECK(v.config.verbosity == 1);
@@ -153,6 +154,14 @@ TEST_CASE("session flags map to the SessionConfig; conflicts are usage errors") 
   ValidRun k = validate_run_options(o);
   CHECK(k.config.kernel.spec == "stock");
   CHECK(k.config.against->spec == "direct");
+  CHECK_FALSE(k.config.against_exact);  // --against alone: within tolerance
+  o.session.against_exact = true;
+  CHECK(validate_run_options(o).config.against_exact);
+  o.session.against.clear();
+  CHECK(usage_message([&] { validate_run_options(o); }).find("--against-exact needs --against") !=
+        std::string::npos);
+  o.session.against = "direct";
+  o.session.against_exact = false;
   o.session.impl = "both";
   CHECK(usage_message([&] { validate_run_options(o); }).find("--impl") != std::string::npos);
   o.session.impl.clear();
@@ -247,6 +256,9 @@ TEST_CASE("replay_command carries what changes execution, and only that") {
   config.kernel = default_kernel_info();
   config.against = load_kernel("stock")->info();
   CHECK(replay_command(config, 2, c).find(" --against stock") != std::string::npos);
+  CHECK(replay_command(config, 2, c).find("--against-exact") == std::string::npos);
+  config.against_exact = true;
+  CHECK(replay_command(config, 2, c).find(" --against stock --against-exact") != std::string::npos);
   config.kernel.spec = "./my lib.so";
   CHECK(replay_command(config, 2, c).find(" --kernel './my lib.so'") != std::string::npos);
 }

@@ -70,6 +70,7 @@ std::string replay_command(const SessionConfig& config, int world, const Case& c
   if (config.backend == BackendKind::kHost) cmd += " --backend host";
   if (config.kernel.spec != kDefaultKernel) cmd += " --kernel " + shell_quote(config.kernel.spec);
   if (config.against) cmd += " --against " + shell_quote(config.against->spec);
+  if (config.against && config.against_exact) cmd += " --against-exact";
   if (config.timeout_s != SessionOptions{}.timeout_s) cmd += fmt::format(" --timeout {}", config.timeout_s);
   if (config.mps == MpsMode::kOn) cmd += " --mps on";
   if (config.mps == MpsMode::kOff) cmd += " --mps off";

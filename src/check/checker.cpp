@@ -61,6 +61,7 @@
 #include "errors.h"
 #include "generator.h"
 #include "numeric.h"
+#include "row_reference.h"
 #include "simd.h"
 #include "thread_pool.h"
 #include "value_table.h"
@@ -69,59 +70,6 @@ namespace dcp {
 namespace {
 
 constexpr double kU = 0x1p-24;
-constexpr double kUpstreamTol = 3e-2;
-
-// One (token, head) row: everything needed to judge and explain its elements.
-// One per chunk of rows, reused row after row (sizes never change in a call).
-struct RowReference {
-  std::vector<SourceLse> lse;
-  CombineWeights weights;
-  std::vector<std::vector<double>> x;  // per source, D values (only sources read)
-  std::vector<bool> loaded;
-  std::vector<const double*> ptrs;
-  std::vector<double> want, abs_sum;
-  std::vector<float> want32;
-  std::vector<double> want32_wide;  // want32 as double, for row_passes
-};
-
-LogBase log_base(LseBase b) { return b == LseBase::kE ? LogBase::kE : LogBase::k2; }
-
-// The row's LSEs and weights (cheap: W values).
-void row_weights(const Case& c, const OpGenerator& gen, int token, int head, RowReference& r) {
-  const auto ws = static_cast<size_t>(c.dcp_size);
-  r.lse.resize(ws);
-  for (int s = 0; s < c.dcp_size; ++s) {
-    r.lse[static_cast<size_t>(s)] = {gen.lse_value(s, token, head), gen.row_masked(s, token)};
-  }
-  combine_weights_into(r.lse, log_base(c.lse_base), r.weights);
-}
-
-// The rest of the row, after row_weights: the sources read, the float64
-// combine, and the fp32 one for the upstream profile.
-void row_values(const Case& c, const OpGenerator& gen, int token, int head, bool upstream,
-                RowReference& r) {
-  const int w = c.dcp_size, d_count = c.geometry.head_dim;
-  const auto ws = static_cast<size_t>(w), ds = static_cast<size_t>(d_count);
-  r.x.resize(ws);
-  r.loaded.assign(ws, false);
-  r.ptrs.assign(ws, nullptr);
-  for (int s = 0; s < w; ++s) {
-    const auto si = static_cast<size_t>(s);
-    if (r.weights.weight[si] == 0) continue;  // never read: may be NaN garbage
-    r.x[si].resize(ds);
-    gen.output_row(s, token, head, r.x[si].data());
-    r.loaded[si] = true;
-    r.ptrs[si] = r.x[si].data();
-  }
-  r.want.resize(ds);
-  r.abs_sum.resize(ds);
-  combine_values(r.weights, r.ptrs, d_count, r.want.data(), r.abs_sum.data());
-  if (upstream) {
-    r.want32.resize(ds);
-    combine_row_fp32(r.lse, log_base(c.lse_base), r.ptrs, d_count, r.want32.data());
-    r.want32_wide.assign(r.want32.begin(), r.want32.end());
-  }
-}
 
 // ---- row_passes: are all D elements of a row within tolerance? ----
 //
@@ -470,8 +418,7 @@ void check_lse_of_row(const Case& c, const CombineWeights& w, int global_rank, i
   std::memcpy(&g32, lse + sizeof(float) * (static_cast<size_t>(t) * c.geometry.heads_per_rank + h),
               sizeof g32);
   const double g = g32;
-  const double want = reference_combined_lse(w, c.lse_base);
-  const double tol = w.all_masked ? 0 : combined_lse_tolerance(want, c.dcp_size, w.lse_magnitude);
+  const auto [want, tol] = row_lse_bound(c, w);
   ++out.num_checked;
   if (w.all_masked ? g == want : std::fabs(g - want) <= tol) return;
   ++out.num_mismatches;
@@ -527,16 +474,8 @@ CallCheck check_rows(const Case& c, const OpGenerator& gen, int group_rank, int 
       const auto di = static_cast<size_t>(d);
       const uint32_t bits = read_bits(f, got.data(), base + di);
       const double g = decode(f, bits);
-      const double want = profile.upstream ? r.want32[di] : r.want[di];
-      double tol;
-      if (r.weights.all_masked) {
-        tol = 0;  // exactly zero; +0 and -0 both compare equal to 0
-      } else if (profile.upstream) {
-        tol = kUpstreamTol + kUpstreamTol * std::fabs(want);
-      } else {
-        tol = element_tolerance(c.out_dtype, want, c.dcp_size, r.abs_sum[di],
-                                r.weights.lse_magnitude);
-      }
+      const double want = row_want(r, di, profile.upstream);
+      const double tol = row_element_tolerance(c, r, di, profile.upstream);
       ++out.num_checked;
       const bool is_nan = std::isnan(g);
       if (!is_nan && std::fabs(g - want) <= tol) continue;

@@ -55,6 +55,48 @@ void from_json(const nlohmann::json& j, Mismatch& m) {
   j.at("likely_source").get_to(m.likely_source);
 }
 
+void merge_agreement(Agreement& into, const Agreement& more) {
+  into.exact = into.exact || more.exact;
+  for (auto part : {&Agreement::output, &Agreement::lse}) {
+    AgreementCounts& a = into.*part;
+    const AgreementCounts& b = more.*part;
+    a.num_compared += b.num_compared;
+    a.num_differing += b.num_differing;
+    a.num_beyond += b.num_beyond;
+    if (b.max_at && (!a.max_at || b.max_ulps > a.max_ulps)) {
+      a.max_ulps = b.max_ulps;
+      a.max_at = b.max_at;
+    }
+  }
+}
+
+void to_json(nlohmann::json& j, const AgreementCounts& a) {
+  j = nlohmann::json{{"compared", a.num_compared},
+                     {"differing", a.num_differing},
+                     {"beyond_tolerance", a.num_beyond},
+                     {"max_ulps", number(a.max_ulps)},
+                     {"max_at", a.max_at ? nlohmann::json(*a.max_at) : nlohmann::json(nullptr)}};
+}
+
+void from_json(const nlohmann::json& j, AgreementCounts& a) {
+  j.at("compared").get_to(a.num_compared);
+  j.at("differing").get_to(a.num_differing);
+  j.at("beyond_tolerance").get_to(a.num_beyond);
+  a.max_ulps = read_number(j, "max_ulps");
+  a.max_at.reset();
+  if (!j.at("max_at").is_null()) a.max_at = j.at("max_at").get<Mismatch>();
+}
+
+void to_json(nlohmann::json& j, const Agreement& a) {
+  j = nlohmann::json{{"exact", a.exact}, {"output", a.output}, {"lse", a.lse}};
+}
+
+void from_json(const nlohmann::json& j, Agreement& a) {
+  j.at("exact").get_to(a.exact);
+  j.at("output").get_to(a.output);
+  j.at("lse").get_to(a.lse);
+}
+
 void to_json(nlohmann::json& j, const PhaseTimes& p) {
   j = nlohmann::json::object();
   for (const PhaseField& f : kPhaseFields) j[f.json_name] = p.*f.ms;
@@ -83,6 +125,7 @@ void to_json(nlohmann::json& j, const RankCaseResult& r) {
                      {"note", r.note},
                      {"failure", to_string(r.failure)},
                      {"error_kind", error_class(r.failure)}};
+  if (r.agreement) j["agreement"] = *r.agreement;
 }
 
 void from_json(const nlohmann::json& j, RankCaseResult& r) {
@@ -105,6 +148,8 @@ void from_json(const nlohmann::json& j, RankCaseResult& r) {
     throw nlohmann::json::type_error::create(302, "unknown failure kind '" + name + "'", &j);
   }
   r.failure = *kind;
+  r.agreement.reset();
+  if (j.contains("agreement")) r.agreement = j.at("agreement").get<Agreement>();
 }
 
 FailureKind check_failure(int64_t num_mismatches, int64_t num_nan, bool passed) {

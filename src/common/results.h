@@ -31,6 +31,32 @@ struct Mismatch {
   std::string likely_source; // e.g. "source 2's partial, unweighted" or ""
 };
 
+// What comparing two kernels on the same case found (--against,
+// impl_agreement.h), for one kind of element: the [T, H, D] outputs, or the
+// [T, H] combined LSEs.
+struct AgreementCounts {
+  int64_t num_compared = 0;
+  int64_t num_differing = 0;  // any bit differs (+0 vs -0 included)
+  int64_t num_beyond = 0;     // beyond the bound: each one fails the case
+  // The largest distance in ULPs (representable values of the element's
+  // format from one to the other; infinite for a NaN or a size mismatch) and
+  // where: got is the --against kernel's value, want the kernel's. Unset
+  // while every element is bit-identical.
+  double max_ulps = 0;
+  std::optional<Mismatch> max_at;
+};
+
+struct Agreement {
+  // --against-exact (or --impl both): every differing bit is beyond the
+  // bound. Otherwise the bound is the reference tolerance (impl_agreement.h).
+  bool exact = false;
+  AgreementCounts output;
+  AgreementCounts lse;  // nothing compared unless both kernels emit the combined LSE
+};
+
+// Sums the counts; the larger maximum wins (the earlier one on a tie).
+void merge_agreement(Agreement& into, const Agreement& more);
+
 struct RankCaseResult {
   std::string case_id;
   int rank = 0;
@@ -48,6 +74,8 @@ struct RankCaseResult {
   // Set where the failure was found; kNone when passed. JSON: "failure" (its
   // name) and, for older readers, "error_kind" (error_class()).
   FailureKind failure = FailureKind::kNone;
+  // --against: the two kernels compared on this rank (JSON "agreement", absent without).
+  std::optional<Agreement> agreement;
 };
 
 enum class CaseStatus { kPass, kFail, kError, kSkipped };
@@ -69,6 +97,10 @@ struct CaseResult {
 
 void to_json(nlohmann::json& j, const Mismatch& m);
 void from_json(const nlohmann::json& j, Mismatch& m);
+void to_json(nlohmann::json& j, const AgreementCounts& a);
+void from_json(const nlohmann::json& j, AgreementCounts& a);
+void to_json(nlohmann::json& j, const Agreement& a);
+void from_json(const nlohmann::json& j, Agreement& a);
 void to_json(nlohmann::json& j, const PhaseTimes& p);
 void from_json(const nlohmann::json& j, PhaseTimes& p);
 void to_json(nlohmann::json& j, const RankCaseResult& r);

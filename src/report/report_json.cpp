@@ -24,6 +24,11 @@ std::string fault_kind_name(FaultSpec::Kind k) {
   return "?";
 }
 
+// A plain json value (results.h's to_json) with its keys in writing order.
+nlohmann::ordered_json ordered(const nlohmann::json& j) {
+  return nlohmann::ordered_json::parse(j.dump());
+}
+
 std::string hex64(uint64_t v) {
   char buf[19];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
@@ -81,9 +86,9 @@ nlohmann::ordered_json config_to_json(const RunReport& report) {
       {"filter", report.filter},
       {"seed", report.seed},
       {"backend", backend_name(c.backend)},
-      {"kernel", nlohmann::ordered_json::parse(nlohmann::json(c.kernel).dump())},
-      {"against", c.against ? nlohmann::ordered_json::parse(nlohmann::json(*c.against).dump())
-                            : nlohmann::ordered_json(nullptr)},
+      {"kernel", ordered(c.kernel)},
+      {"against", c.against ? ordered(*c.against) : nlohmann::ordered_json(nullptr)},
+      {"against_exact", c.against_exact},
       {"timeout_s", c.timeout_s},
       {"mps", mps_name(c.mps)},
       {"check_determinism", c.check_determinism},
@@ -101,20 +106,22 @@ nlohmann::ordered_json config_to_json(const RunReport& report) {
 nlohmann::ordered_json case_to_json(const CaseResult& r) {
   nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
   for (const auto& k : r.ranks) {
-    const nlohmann::json plain = k;  // results.h's to_json: the per-rank field names
-    nlohmann::ordered_json kj = nlohmann::ordered_json::parse(plain.dump());
+    nlohmann::ordered_json kj = ordered(k);  // results.h's to_json: the per-rank field names
     kj["output_hash_hex"] = hex64(k.output_hash);
     ranks.push_back(std::move(kj));
   }
-  return {{"id", r.case_id},
-          {"suite", r.suite},
-          {"status", std::string(to_string(r.status))},
-          {"failure_type", failure_type(r)},
-          {"message", r.message},
-          {"replay", r.replay},
-          {"elapsed_ms", r.elapsed_ms},
-          {"wall_ms", r.wall_ms},
-          {"ranks", ranks}};
+  nlohmann::ordered_json j = {{"id", r.case_id},
+                              {"suite", r.suite},
+                              {"status", std::string(to_string(r.status))},
+                              {"failure_type", failure_type(r)},
+                              {"message", r.message},
+                              {"replay", r.replay},
+                              {"elapsed_ms", r.elapsed_ms},
+                              {"wall_ms", r.wall_ms},
+                              {"ranks", ranks}};
+  // --against: the ranks' agreement summed (each rank's is under ranks[i].agreement).
+  if (const std::optional<Agreement> a = case_agreement(r)) j["agreement"] = ordered(*a);
+  return j;
 }
 
 nlohmann::ordered_json report_to_json(const RunReport& report) {
@@ -144,6 +151,10 @@ nlohmann::ordered_json report_to_json(const RunReport& report) {
       {"cases", cases},
       {"phases", report.phases.to_json()},
   };
+  if (const std::optional<Agreement> a = run_agreement(report.cases)) {
+    j["agreement"] = ordered(*a);
+    j["agreement"]["line"] = agreement_line(*a, report.config);
+  }
   if (report.repeat) {
     j["repeat"] = {{"runs", report.repeat->runs},
                    {"failed_runs", report.repeat->failed_runs},

@@ -27,7 +27,7 @@ bool is_junit_error(const CaseResult& r) {
   return r.status == CaseStatus::kError && !is_kernel_error(r);
 }
 
-std::string failure_body(const CaseResult& r) {
+std::string failure_body(const CaseResult& r, const SessionConfig& config) {
   std::string body = r.message + "\n";
   for (const auto& rank : r.ranks) {
     if (!rank.error.empty()) body += fmt::format("rank {}: {}\n", rank.rank, rank.error);
@@ -37,6 +37,7 @@ std::string failure_body(const CaseResult& r) {
     }
     for (const auto& m : rank.first_mismatches) body += "  " + format_mismatch(m) + "\n";
   }
+  if (const std::optional<Agreement> a = case_agreement(r)) body += agreement_line(*a, config) + "\n";
   body += "replay: " + r.replay + "\n";
   return body;
 }
@@ -68,7 +69,8 @@ void append_properties(std::string& xml, const RunReport& report) {
   xml += "    </properties>\n";
 }
 
-void append_testcase(std::string& xml, const std::string& suite, const CaseResult& r) {
+void append_testcase(std::string& xml, const std::string& suite, const CaseResult& r,
+                     const SessionConfig& config) {
   xml += fmt::format("    <testcase classname=\"dcp-check.{}\" name=\"{}\" time=\"{:.3f}\"",
                      xml_escape(suite), xml_escape(r.case_id), r.elapsed_ms / 1000);
   if (r.status == CaseStatus::kPass) {
@@ -79,10 +81,10 @@ void append_testcase(std::string& xml, const std::string& suite, const CaseResul
   const std::string type = failure_type(r);
   if (is_junit_failure(r)) {
     xml += fmt::format("      <failure message=\"{}\" type=\"{}\">{}</failure>\n",
-                       xml_escape(r.message), xml_escape(type), xml_escape(failure_body(r)));
+                       xml_escape(r.message), xml_escape(type), xml_escape(failure_body(r, config)));
   } else if (is_junit_error(r)) {
     xml += fmt::format("      <error message=\"{}\" type=\"{}\">{}</error>\n",
-                       xml_escape(r.message), xml_escape(type), xml_escape(failure_body(r)));
+                       xml_escape(r.message), xml_escape(type), xml_escape(failure_body(r, config)));
   } else {
     xml += fmt::format("      <skipped message=\"{}\"/>\n", xml_escape(r.message));
   }
@@ -154,7 +156,7 @@ std::string junit_xml(const RunReport& report) {
         junit_timestamp(report.started_at),
         xml_escape(report.environment ? report.environment->hostname : std::string("localhost")));
     append_properties(xml, report);
-    for (const CaseResult* r : t.cases) append_testcase(xml, name, *r);
+    for (const CaseResult* r : t.cases) append_testcase(xml, name, *r, report.config);
     xml += "    <system-out/>\n    <system-err/>\n  </testsuite>\n";
   }
   xml += "</testsuites>\n";

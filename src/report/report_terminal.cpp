@@ -98,7 +98,7 @@ std::string format_mismatch(const Mismatch& m) {
       "rank {} op {} token {} head {} {}: got {:.9g} want {:.9g} ({:.3g} ulps, tolerance "
       "{:.3g})",
       m.rank, m.op_idx, m.token, m.head, where, m.got, m.want, m.err_ulps, m.tolerance_ulps);
-  if (!m.likely_source.empty() && m.dim >= 0) line += "; likely " + m.likely_source;
+  if (!m.likely_source.empty()) line += "; likely " + m.likely_source;
   return line;
 }
 
@@ -325,6 +325,11 @@ void TerminalReporter::summary(const RunReport& report) {
     if (r.status == CaseStatus::kSkipped && !r.message.empty() && style_.verbosity >= 0) {
       fmt::print(out_, "skipped: {}\n", r.message);  // the first reason; all are in the reports
       break;
+    }
+  }
+  if (const std::optional<Agreement> a = run_agreement(report.cases)) {
+    if (style_.verbosity >= 0 || a->output.num_beyond + a->lse.num_beyond > 0) {
+      fmt::print(out_, "{}\n", agreement_line(*a, report.config));
     }
   }
   if (style_.verbosity >= 1 && report.environment) {

@@ -175,3 +175,43 @@ TEST_CASE("colour never with NO_COLOR, never off a terminal") {
 }
 
 }  // namespace dcp
+
+namespace dcp {
+namespace {
+
+TEST_CASE("--against: the agreement line sums ranks and cases, and names the largest difference") {
+  SessionConfig config;
+  config.kernel.name = "direct";
+  config.against = config.kernel;
+  config.against->name = "other";
+  std::vector<CaseResult> cases(2);
+  for (int i = 0; i < 2; ++i) {
+    RankCaseResult k;
+    Agreement a;
+    a.output.num_compared = 600000;
+    a.output.num_differing = 150 + i;
+    a.output.max_ulps = 1 + i;
+    a.output.max_at = Mismatch{0, 2, 5, 3, 17, 0.000438690186, 0.000436782837, 1.0 + i, 1, ""};
+    k.agreement = a;
+    cases[static_cast<size_t>(i)].ranks.push_back(k);
+  }
+  const std::optional<Agreement> total = run_agreement(cases);
+  REQUIRE(total.has_value());
+  CHECK(total->output.num_compared == 1200000);
+  CHECK(total->output.num_differing == 301);
+  CHECK(total->output.max_ulps == 2);
+  const std::string line = agreement_line(*total, config);
+  CHECK(line ==
+        "agreement: kernel 'direct' and --against 'other' agree within tolerance on 1,200,000 "
+        "elements; 301 differ bitwise, max 2 ulp at rank 0 op 2 token 5 head 3 dim 17 "
+        "(0.000436782837 vs 0.000438690186)");
+  Agreement bad = *total;
+  bad.exact = true;
+  bad.output.num_beyond = 301;
+  CHECK(agreement_line(bad, config).find("DISAGREE: 301 of 1,200,000 elements beyond bit "
+                                         "identity (--against-exact)") != std::string::npos);
+  CHECK_FALSE(run_agreement({CaseResult{}}).has_value());
+}
+
+}  // namespace
+}  // namespace dcp

@@ -23,6 +23,76 @@ Counts count_results(const std::vector<CaseResult>& cases) {
   return c;
 }
 
+std::optional<Agreement> case_agreement(const CaseResult& r) {
+  std::optional<Agreement> out;
+  for (const RankCaseResult& k : r.ranks) {
+    if (!k.agreement) continue;
+    if (!out) out.emplace();
+    merge_agreement(*out, *k.agreement);
+  }
+  return out;
+}
+
+std::optional<Agreement> run_agreement(const std::vector<CaseResult>& cases) {
+  std::optional<Agreement> out;
+  for (const CaseResult& r : cases) {
+    const std::optional<Agreement> a = case_agreement(r);
+    if (!a) continue;
+    if (!out) out.emplace();
+    merge_agreement(*out, *a);
+  }
+  return out;
+}
+
+namespace {
+
+std::string with_commas(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+// "312 differ bitwise, max 1 ulp at rank 0 op 2 token 5 head 3 dim 17 (a vs b)".
+std::string differences(const AgreementCounts& a, const char* unit) {
+  if (a.num_differing == 0) return "bit-identical";
+  std::string s = fmt::format("{} differ bitwise", with_commas(a.num_differing));
+  if (!a.max_at) return s;
+  const Mismatch& m = *a.max_at;
+  const std::string where = m.dim >= 0 ? fmt::format(" dim {}", m.dim) : std::string();
+  return s + fmt::format(", max {:g} {} at rank {} op {} token {} head {}{} ({:.9g} vs {:.9g})",
+                         a.max_ulps, unit, m.rank, m.op_idx, m.token, m.head, where, m.want,
+                         m.got);
+}
+
+}  // namespace
+
+std::string agreement_line(const Agreement& a, const SessionConfig& config) {
+  const std::string names =
+      fmt::format("kernel '{}' and --against '{}'", config.kernel.name,
+                  config.against ? config.against->name : std::string("?"));
+  const int64_t beyond = a.output.num_beyond + a.lse.num_beyond;
+  const char* rule = a.exact ? "bit for bit (--against-exact)" : "within tolerance";
+  std::string line =
+      beyond == 0
+          ? fmt::format("agreement: {} agree {} on {} elements; {}", names, rule,
+                        with_commas(a.output.num_compared), differences(a.output, "ulp"))
+          : fmt::format("agreement: {} DISAGREE: {} of {} elements beyond {}; {}", names,
+                        with_commas(a.output.num_beyond), with_commas(a.output.num_compared),
+                        a.exact ? "bit identity (--against-exact)" : "tolerance",
+                        differences(a.output, "ulp"));
+  if (a.lse.num_compared > 0 || a.lse.num_differing > 0) {
+    line += fmt::format("; combined LSE: {} rows, {}{}", with_commas(a.lse.num_compared),
+                        differences(a.lse, "fp32 ulp"),
+                        a.lse.num_beyond > 0
+                            ? fmt::format(", {} beyond", with_commas(a.lse.num_beyond))
+                            : std::string());
+  }
+  return line;
+}
+
 bool is_kernel_error(const CaseResult& r) {
   return r.status == CaseStatus::kError && is_kernel_failure(r.failure);
 }

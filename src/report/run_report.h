@@ -48,6 +48,15 @@ struct RunReport {
 };
 
 Counts count_results(const std::vector<CaseResult>& cases);
+// --against: the two kernels' agreement summed over a case's ranks, or over
+// every case of a run; nullopt when nothing was compared.
+std::optional<Agreement> case_agreement(const CaseResult& r);
+std::optional<Agreement> run_agreement(const std::vector<CaseResult>& cases);
+// "agreement: kernel 'a' and --against 'b' within tolerance on 1,234 elements;
+// 3 differ bitwise, max 1 ulp at rank 0 op 2 token 5 head 3 dim 17 (x vs y)",
+// then the combined LSE's counts when it was compared. The terminal summary,
+// JUnit failure text and docs/report-format.md share it.
+std::string agreement_line(const Agreement& a, const SessionConfig& config);
 // A kError whose kind is the kernel's (is_kernel_failure): JUnit's <failure>.
 bool is_kernel_error(const CaseResult& r);
 // The case's failure kind by name (failure.h), "" for pass and skip.

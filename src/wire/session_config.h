@@ -33,9 +33,12 @@ struct SessionConfig {
   Geometry geometry;
   BackendKind backend = BackendKind::kGpu;
   // The kernel under test (--kernel direct|stock|PATH) and, optionally, a
-  // second one run on the same cases and compared bit for bit (--against).
+  // second one run on the same cases and compared with it (--against): within
+  // the reference tolerance, or bit for bit when against_exact
+  // (--against-exact, --impl both; check/impl_agreement.h).
   KernelInfo kernel = default_kernel_info();  // loaded and validated by the command
   std::optional<KernelInfo> against;
+  bool against_exact = false;
   int mutant = 0;                 // selftest only: 1-based index into kernel.mutants
 
   // The kernel under test, then the --against one if any.

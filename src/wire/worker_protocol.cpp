@@ -52,6 +52,7 @@ nlohmann::json worker_config_to_json(const WorkerConfig& config) {
       {"backend", s.backend == BackendKind::kHost ? "host" : "gpu"},
       {"kernel", s.kernel},
       {"against", s.against ? nlohmann::json(*s.against) : nlohmann::json(nullptr)},
+      {"against_exact", s.against_exact},
       {"mutant", s.mutant},
       {"timeout_s", s.timeout_s},
       {"upstream_profile", s.profile.upstream},
@@ -80,6 +81,7 @@ WorkerConfig worker_config_from_json(const nlohmann::json& j) {
         j.at("backend").get<std::string>() == "host" ? BackendKind::kHost : BackendKind::kGpu;
     s.kernel = j.at("kernel").get<KernelInfo>();
     if (!j.at("against").is_null()) s.against = j.at("against").get<KernelInfo>();
+    s.against_exact = j.at("against_exact").get<bool>();
     s.mutant = j.at("mutant").get<int>();
     s.timeout_s = j.at("timeout_s").get<double>();
     s.profile.upstream = j.at("upstream_profile").get<bool>();

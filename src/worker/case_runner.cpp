@@ -174,9 +174,13 @@ class CheckPipeline {
       if (ctx_.progress) ctx_.progress(pending_->ops[i]);
     }
     if (ctx_.outputs != nullptr) {
-      // Only the [T, H, D] output: what two implementations must agree on.
-      for (const CallOutput& out : pending_->outputs) {
-        ctx_.outputs->emplace_back(out.output().begin(), out.output().end());
+      for (size_t i = 0; i < pending_->outputs.size(); ++i) {
+        const CallOutput& out = pending_->outputs[i];
+        KeptCall& kept = ctx_.outputs->emplace_back();
+        kept.op_idx = pending_->ops[i];
+        kept.num_tokens = pending_->c.num_tokens;
+        kept.output.assign(out.output().begin(), out.output().end());
+        kept.lse.assign(out.lse().begin(), out.lse().end());
       }
     }
     pending_.reset();

@@ -14,6 +14,7 @@
 #include "backend.h"
 #include "case.h"
 #include "checker.h"
+#include "impl_agreement.h"
 #include "results.h"
 #include "session_config.h"
 
@@ -27,9 +28,9 @@ struct CaseRunContext {
   // Heartbeat: called before each batch (with its first op) and after each
   // call is checked, so the supervisor's deadline is per call, not per case.
   std::function<void(int op_idx)> progress;
-  // If set, receives every call's output in op order (--impl both compares the
-  // direct and stock outputs bit for bit: impl_agreement.h).
-  std::vector<std::vector<uint8_t>>* outputs = nullptr;
+  // If set, receives every call's output and combined LSE, in the order the
+  // calls ran (--against compares two kernels' calls: impl_agreement.h).
+  std::vector<KeptCall>* outputs = nullptr;
 };
 
 class CheckPipeline;

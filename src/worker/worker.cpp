@@ -101,11 +101,11 @@ class Worker {
   // barrier phase); on a set-up failure `run` stays null and the error result
   // is returned.
   RankCaseResult prepare_case(const Case& c, int case_index, const std::string& pass,
-                              const std::string& kernel, std::vector<std::vector<uint8_t>>* outputs,
+                              const std::string& kernel, std::vector<KeptCall>* outputs,
                               std::unique_ptr<RankCaseRun>& run);
   RankCaseResult run_case_once(const Case& c, int case_index, const std::string& pass,
                                const std::string& kernel,
-                               std::vector<std::vector<uint8_t>>* outputs = nullptr);
+                               std::vector<KeptCall>* outputs = nullptr);
   // The overlap across cases: whether the supervisor already sent the next
   // case (it is then kept in early_), so this case's last check can finish on
   // the finisher thread while the next case runs.
@@ -252,18 +252,28 @@ void Worker::build_backends() {
 }
 
 // --against: the second kernel runs the same case after the first, on its
-// own workspace; both are checked against the reference, and the result sums them.
+// own workspace; both are checked against the reference, the result sums
+// them, and the two are compared with each other (impl_agreement.h).
 RankCaseResult Worker::run_case_all_impls(const Case& c, int case_index, const std::string& pass) {
   const std::vector<std::string> all = kernels();
   if (all.size() == 1) return run_case_once(c, case_index, pass, all.front());
-  std::vector<std::vector<uint8_t>> first_out, second_out;
+  std::vector<KeptCall> first_out, second_out;
   RankCaseResult result = run_case_once(c, case_index, pass, all[0], &first_out);
   if (!result.error.empty()) return result;
   const RankCaseResult second =
       run_case_once(c, case_index, pass + "-against", all[1], &second_out);
   merge_results(result, second);
   if (second.error.empty()) {
-    check_impls_agree(c, args_.rank, first_out, second_out, result);
+    const SessionConfig& session = config_.session;
+    AgreementSpec spec;
+    spec.exact = session.against_exact;
+    spec.upstream = session.profile.upstream;
+    spec.kernel = session.kernel.name;
+    spec.against = session.against->name;
+    spec.group_idx = args_.rank / c.dcp_size;
+    spec.group_rank = args_.rank % c.dcp_size;
+    spec.global_rank = args_.rank;
+    check_impls_agree(c, first_out, second_out, spec, result);
     result.failure = check_failure(result.num_mismatches, result.num_nan, result.passed);
   }
   return result;
@@ -271,7 +281,7 @@ RankCaseResult Worker::run_case_all_impls(const Case& c, int case_index, const s
 
 RankCaseResult Worker::prepare_case(const Case& c, int case_index, const std::string& pass,
                                     const std::string& kernel,
-                                    std::vector<std::vector<uint8_t>>* outputs,
+                                    std::vector<KeptCall>* outputs,
                                     std::unique_ptr<RankCaseRun>& run) {
   const std::string key =
       fmt::format("case{}{}-g{}x{}", case_index, pass, c.dcp_size, args_.rank / c.dcp_size);
@@ -312,7 +322,7 @@ RankCaseResult Worker::prepare_case(const Case& c, int case_index, const std::st
 
 RankCaseResult Worker::run_case_once(const Case& c, int case_index, const std::string& pass,
                                      const std::string& kernel,
-                                     std::vector<std::vector<uint8_t>>* outputs) {
+                                     std::vector<KeptCall>* outputs) {
   std::unique_ptr<RankCaseRun> run;
   RankCaseResult error = prepare_case(c, case_index, pass, kernel, outputs, run);
   if (!run) return error;

@@ -42,6 +42,11 @@
  *   DCP_TEST_WRITE_PAST_OUTPUT a broken kernel: the combine also stores one
  *                             element past the end of the output (every
  *                             element is right; only a guard zone sees it)
+ *   DCP_TEST_REVERSE_ORDER    a correct kernel that sums the weights and
+ *                             accumulates the sources in reverse order: its
+ *                             outputs differ from the source-order ones (the
+ *                             built-in host model's) by rounding only, so
+ *                             --against passes and --against-exact fails
  *   DCP_TEST_GLOBAL_RECV      a broken kernel: this rank's own receive buffers
  *                             are file-scope statics set by the first init in
  *                             the process (one workspace per process assumed),
@@ -73,7 +78,8 @@
         defined(DCP_TEST_WRONG_ABI) + defined(DCP_TEST_NO_SYMBOL) + defined(DCP_TEST_BAD_SHAPE) + \
         defined(DCP_TEST_WRITE_PAST_OUTPUT) + defined(DCP_TEST_GLOBAL_RECV) + \
         defined(DCP_TEST_FP32_LSE_ONLY) + defined(DCP_TEST_NO_MASKING) + \
-        defined(DCP_TEST_NEEDS_CORESIDENT) + defined(DCP_TEST_CONSTRAINED) > 1
+        defined(DCP_TEST_NEEDS_CORESIDENT) + defined(DCP_TEST_CONSTRAINED) + \
+        defined(DCP_TEST_REVERSE_ORDER) > 1
 #error "define at most one DCP_TEST_* variant"
 #endif
 
@@ -150,6 +156,14 @@
 
 #if defined(DCP_TEST_BAD_SHAPE)
 #define HP_VARIANT "-bad-shape"
+#endif
+
+#if defined(DCP_TEST_REVERSE_ORDER)
+#define HP_VARIANT "-reverse-order"
+/* Source s of W in the order the sums visit it. */
+#define HP_SOURCE(s, W) ((W) - 1 - (s))
+#else
+#define HP_SOURCE(s, W) (s)
 #endif
 
 #if defined(DCP_TEST_GLOBAL_RECV)
@@ -730,8 +744,8 @@ static dcpStatus_t hp_call(void* context, const dcpCallArgs_v1* a) {
 
   if (!wait_for_flags(c, slot, parity, epoch32, timeout_ns)) return DCP_STATUS_INTERNAL;
 
-  /* Combine: w_s = 2^(l_s - m) / sum, fp32 fused multiply-add in source order,
-   * one rounding; a source of weight 0 is never read. */
+  /* Combine: w_s = 2^(l_s - m) / sum, fp32 fused multiply-add in source order
+   * (HP_SOURCE), one rounding; a source of weight 0 is never read. */
   const float* lse = c->lse_recv[c->rank];
   const uint16_t* recv = c->out_recv[c->rank];
   uint16_t* dst = (uint16_t*)a->output;
@@ -748,7 +762,8 @@ static dcpStatus_t hp_call(void* context, const dcpCallArgs_v1* a) {
         if (l2[s] > m) m = l2[s];
       }
       float sum = 0.0f;
-      for (int s = 0; s < W; ++s) {
+      for (int i = 0; i < W; ++i) {
+        const int s = HP_SOURCE(i, W);
         w[s] = (m > -INFINITY && l2[s] > -INFINITY) ? exp2f(l2[s] - m) : 0.0f;
         sum += w[s];
       }
@@ -761,7 +776,8 @@ static dcpStatus_t hp_call(void* context, const dcpCallArgs_v1* a) {
       for (int s = 0; s < W; ++s) w[s] = w[s] / sum;
       for (int d = 0; d < D; ++d) {
         float acc = 0.0f;
-        for (int s = 0; s < W; ++s) {
+        for (int i = 0; i < W; ++i) {
+          const int s = HP_SOURCE(i, W);
           if (w[s] == 0.0f) continue;
           acc = fmaf(w[s], half_to_float(a->out_dtype, rows[s][d]), acc);
         }
