@@ -8,6 +8,8 @@
 #   the default suites, its broken copy, and the built-in mutants via the seam;
 #   families = each field-failure mutant caught by its case family only;
 #   pressure = SM pressure: the pressure kernel and the pressure suite;
+#   observe = kernels observed from outside (CUPTI): the foreign-shaped example
+#   plugin's hangs diagnosed, residency warnings, --against, the tracing cost;
 #   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
@@ -149,6 +151,44 @@ step_pressure() {
   # (The upstream-shaped mutant's rows are in the families step.)
 }
 
+# Issue 31: a kernel that publishes nothing, diagnosed from outside. The
+# foreign-shaped example plugin (every combine block spins, no wait status)
+# must hang under SM pressure (w2 MPS) and with two slots pipelined at
+# T = max_tokens on a shared GPU, and the message must name the stuck kernels
+# and give the forward-progress verdict; with --observe off, today's message.
+step_observe() {
+  local dir=$BUILD_DIR/example-plugin log
+  cmake -S kernels/example_plugin -B "$dir" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 \
+    >"$OUT/plugin-build.log" 2>&1 && cmake --build "$dir" -j"$(nproc)" >>"$OUT/plugin-build.log" 2>&1
+  local ex=$dir/libdcp_example_plugin.so foreign=$dir/libdcp_example_plugin_foreign.so
+  run_expect "foreign pressure w2 mps" 1 --world 2 --mps on --suite pressure --timeout 3 \
+    --kernel "$foreign" --json "$OUT/foreign-pressure.json"
+  run_expect "foreign ub2 pipe tmax w2" 1 --world 2 --geometry kimi --timeout 3 \
+    --kernel "$foreign" --filter '^(?!.*press).*t128-.*ub2-pipe'
+  run_expect "foreign pressure observe off" 1 --world 2 --mps on --suite pressure --timeout 3 \
+    --kernel "$foreign" --observe off
+  for log in foreign_pressure_w2_mps foreign_ub2_pipe_tmax_w2 foreign_pressure_observe_off; do
+    echo "--- $log"
+    grep -E 'hang:|forward-progress|INCOMPLETE|region|not observed' "$OUT/$log.log" | cut -c1-900 | head -n 14
+  done
+  grep -q 'forward-progress: ' "$OUT/foreign_pressure_w2_mps.log"
+  record "foreign pressure: verdict given" $? 0
+  grep -q 'forward-progress: ' "$OUT/foreign_ub2_pipe_tmax_w2.log"
+  record "foreign ub2 pipe: verdict given" $? 0
+  run_expect "example plugin smoke w2" 0 --world 2 --suite smoke --kernel "$ex"
+  run_expect "direct smoke w2" 0 --world 2 --suite smoke
+  grep -h '^warning:' "$OUT/example_plugin_smoke_w2.log" \
+    "$OUT/direct_smoke_w2.log" | cut -c1-300
+  run_expect "plugin against direct w2" 0 --world 2 --kernel "$ex" --against direct
+  grep -h '^agreement' "$OUT/plugin_against_direct_w2.log" | cut -c1-400
+  local mode
+  for mode in on off on off; do
+    run_expect "stress w4 observe $mode" 0 stress --world 4 --geometry kimi --mps on \
+      --duration 8s --seed 11 --observe "$mode"
+    grep -hE 'calls/s' "$OUT/stress_w4_observe_$mode.log" | tail -n 1
+  done
+}
+
 # The benchmark of docs/results (throughput): each run's JSON, then the table.
 step_perf() {
   local start=$SECONDS rc
@@ -167,8 +207,8 @@ step_perf() {
 
 for s in "${steps[@]}"; do
   case $s in
-    build | unit | test | demo | plugin | families | pressure | perf) ;;
-    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure perf)" >&2; exit 2 ;;
+    build | unit | test | demo | plugin | families | pressure | observe | perf) ;;
+    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure observe perf)" >&2; exit 2 ;;
   esac
 done
 
@@ -182,6 +222,7 @@ for s in "${steps[@]}"; do
     plugin) step_plugin ;;
     families) step_families ;;
     pressure) step_pressure ;;
+    observe) step_observe ;;
     perf) step_perf ;;
   esac
 done

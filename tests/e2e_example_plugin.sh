@@ -27,7 +27,7 @@ else
   tail -20 "$WORK/cfg.log" "$WORK/build.log"
   exit 1
 fi
-for lib in libdcp_example_plugin.so libdcp_example_plugin_broken.so; do
+for lib in libdcp_example_plugin.so libdcp_example_plugin_broken.so libdcp_example_plugin_foreign.so; do
   path="$WORK/build/$lib"
   exported=$(nm -D --defined-only "$path" | awk '$2 ~ /[BDRT]/ {print $3}' | grep -c '^dcpKernelPlugin' || true)
   [[ $exported -eq 1 ]] || fail "$lib exports $exported dcpKernelPlugin symbols (want exactly one)"

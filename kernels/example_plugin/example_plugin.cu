@@ -26,6 +26,13 @@
 // order on P: signal_wait(e+1) follows combine(e)). By the same chain no flag can
 // already hold e+2 while we wait for e on that parity.
 //
+// DCP_EXAMPLE_FOREIGN=1 builds the upstream shape itself, as a kernel written
+// elsewhere would arrive: signal_wait only signals, EVERY combine block spins
+// on the flags (one block per token x head), and it publishes nothing (no wait
+// status, no timeout hint; its own spin bound, 60 s, outlasts dcp-check's
+// deadline). With two slots in flight on a shared GPU it deadlocks exactly as
+// described above; it is dcp-check's test of diagnosing a kernel from outside.
+//
 // DCP_EXAMPLE_BUG=1 builds the deliberately broken variant (an earlier upstream
 // revision's mistake): empty-KV rows are still copied and zero-weight sources are
 // read and multiplied by 0, so NaN garbage in masked rows poisons the output.
@@ -45,10 +52,15 @@
 #ifndef DCP_EXAMPLE_BUG
 #define DCP_EXAMPLE_BUG 0
 #endif
+#ifndef DCP_EXAMPLE_FOREIGN
+#define DCP_EXAMPLE_FOREIGN 0
+#endif
 
 namespace {
 
 constexpr bool kReadZeroWeight = DCP_EXAMPLE_BUG != 0;  // the bug switch
+constexpr bool kForeign = DCP_EXAMPLE_FOREIGN != 0;     // the upstream shape, publishing nothing
+constexpr uint64_t kForeignSpinNs = 60'000'000'000ull;  // its own bound, past dcp-check's deadline
 constexpr int kMaxW = 8, kMaxSlots = 2, kNumRegions = 4;
 constexpr uint64_t kDefaultTimeoutNs = 10'000'000'000ull;  // when neither args nor config give one
 constexpr float kLog2e = 1.44269504088896340736f, kLn2 = 0.69314718055994530942f;
@@ -223,6 +235,7 @@ __global__ void signal_wait_kernel(const Params p) {
   }
   __syncthreads();
   if (i == 0 && p.status != nullptr) p.status->last_signalled_epoch[p.slot] = e32;
+  if (kForeign) return;  // the combine blocks wait, each on its own
   if (i < p.W)
     wait_flag(p, flag_of(p, p.r, parity, i), i, parity, e32, true, &published, &reported);
   __syncthreads();
@@ -242,6 +255,7 @@ __global__ void combine_kernel(const Params p) {
   if (threadIdx.x == 0) {
     // The flags are already set (signal_wait saw them), so this returns at
     // once; the acquire is what orders this block's reads after the peers'.
+    // (kForeign: nothing waited before, so every block spins here.)
     reported = 0;
     for (int s = 0; s < p.W; ++s)
       wait_flag(p, flag_of(p, p.r, parity, s), s, parity, e32, false, nullptr, &reported);
@@ -438,7 +452,7 @@ dcpStatus_t init(const dcpGroupConfig_v1* config, const dcpRegion_v1* regions, i
   p.lse_tab = at(regions, 1)->peers_device;
   p.flag_tab = at(regions, 2)->peers_device;
   p.state = static_cast<SlotState*>(at(regions, 3)->local);
-  p.status = DCP_HAS(config, wait_status) ? config->wait_status : nullptr;
+  p.status = DCP_HAS(config, wait_status) && !kForeign ? config->wait_status : nullptr;
   p.W = W;
   p.r = config->group_rank;
   p.H = config->heads_per_rank;
@@ -505,6 +519,7 @@ dcpStatus_t call(void* context, const dcpCallArgs_v1* a) {
   p.combined_lse = DCP_HAS(a, combined_lse) ? a->combined_lse : nullptr;
   const uint64_t hint = DCP_HAS(a, timeout_ns) ? a->timeout_ns : 0;
   p.timeout_ns = hint ? hint : ctx->config_timeout_ns ? ctx->config_timeout_ns : kDefaultTimeoutNs;
+  if (kForeign) p.timeout_ns = kForeignSpinNs;  // it declares no timeout hint: ignores them
   p.vec = aligned(a->partial_output, 16) && aligned(a->output, 16);
 
   cudaStream_t stream = static_cast<cudaStream_t>(a->stream);
@@ -550,7 +565,9 @@ const char* last_error(void* context) {
 extern "C" DCP_PLUGIN_EXPORT const dcpKernelPlugin_v1_t dcpKernelPlugin_v1 = {
     /*struct_size=*/sizeof(dcpKernelPlugin_v1_t),
     /*abi_version=*/DCP_PLUGIN_ABI_VERSION,
-    /*name=*/DCP_EXAMPLE_BUG ? "example-upstream-shape-broken" : "example-upstream-shape",
+    /*name=*/DCP_EXAMPLE_FOREIGN ? "example-foreign-shape"
+    : DCP_EXAMPLE_BUG            ? "example-upstream-shape-broken"
+                                 : "example-upstream-shape",
     /*version=*/"1.0",
     /*memory=*/DCP_MEMORY_DEVICE,
     /*out_dtypes=*/DCP_DTYPE_MASK(DCP_DTYPE_FP16) | DCP_DTYPE_MASK(DCP_DTYPE_BF16),
@@ -562,8 +579,12 @@ extern "C" DCP_PLUGIN_EXPORT const dcpKernelPlugin_v1_t dcpKernelPlugin_v1 = {
     /*epoch_kind=*/DCP_EPOCH_U64,
     // combined_lse: fp32 m + log2f(sum), graded against float64 within
     // 2^-23 (4 max|l2| + 4 (W + 2) + 2 |want|) (docs/plugins.md).
-    /*capabilities=*/DCP_CAP_GRAPH_SAFE | DCP_CAP_MASKS_EMPTY_KV | DCP_CAP_TIMEOUT_HINT |
-        DCP_CAP_WAIT_STATUS | DCP_CAP_COMBINED_LSE,
+    // The foreign shape declares what upstream's op supports, and no
+    // wait-status or timeout-hint: it publishes nothing.
+    /*capabilities=*/DCP_EXAMPLE_FOREIGN
+        ? DCP_CAP_GRAPH_SAFE | DCP_CAP_MASKS_EMPTY_KV | DCP_CAP_COMBINED_LSE
+        : DCP_CAP_GRAPH_SAFE | DCP_CAP_MASKS_EMPTY_KV | DCP_CAP_TIMEOUT_HINT |
+              DCP_CAP_WAIT_STATUS | DCP_CAP_COMBINED_LSE,
     /*mutants=*/nullptr,
     /*num_mutants=*/0,
     get_workspace,

@@ -89,6 +89,10 @@ struct CaseResult {
   CaseStatus status = CaseStatus::kSkipped;
   FailureKind failure = FailureKind::kNone;  // kFail/kError: the headline of the ranks' kinds
   std::string message;         // one-line summary of the failure or skip reason
+  // A hang or fault seen from outside the kernel (wire/launch_diagnosis.h):
+  // per rank and stream the stuck call's kernels, the forward-progress
+  // verdict, the CONTROL regions side by side. Empty when nothing was observed.
+  std::vector<std::string> diagnosis;
   std::string replay;          // full replay command line
   double elapsed_ms = 0;       // max over ranks
   double wall_ms = 0;          // the supervisor's: case sent .. every result in

@@ -263,6 +263,11 @@ void TerminalReporter::print_details(const RunReport& report) const {
     fmt::print(out_, "note: ranks share GPUs ({}): they time-slice; correctness holds, "
                "timings mean nothing\n", map);
   }
+  if (report.environment) {
+    for (const std::string& w : report.environment->residency_warnings) {
+      fmt::print(out_, "warning: {}\n", w);
+    }
+  }
   std::vector<const CaseResult*> ran;
   for (const auto& r : report.cases) {
     if (r.status != CaseStatus::kSkipped) ran.push_back(&r);
@@ -294,6 +299,7 @@ void TerminalReporter::print_failures(const RunReport& report) const {
     const CaseResult& r = *bad[i];
     fmt::print(out_, "  {} {}{}\n", status_word(r.status), r.case_id,
                r.message.empty() ? "" : ": " + r.message);
+    for (const std::string& line : r.diagnosis) fmt::print(out_, "      {}\n", line);
     size_t shown = 0;
     for (const auto& rank : r.ranks) {
       // The session's message often already quotes each rank's error.

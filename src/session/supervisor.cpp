@@ -58,6 +58,7 @@ CaseResult Session::run_case(const Case& c, const std::string& suite,
                              const std::vector<Case>& upcoming) {
   const auto start = SupervisorClock::now();
   CaseResult r = impl_->run_case(c, suite, upcoming);
+  impl_->collect_launch_notes();
   r.wall_ms = std::chrono::duration<double, std::milli>(SupervisorClock::now() - start).count();
   return r;
 }

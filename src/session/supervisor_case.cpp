@@ -102,6 +102,18 @@ CaseResult Session::Impl::finish_failed_case(CaseResult r, const Case& c, const 
   // The board first: killing does not change it, but the diagnosis must be what
   // the ranks published while stuck.
   const std::vector<std::string> waits = diagnose_current_waits(c);
+  // A hang seen from outside the kernel: what each rank's process launched and
+  // what completed (the observer answers while its worker is stuck).
+  LaunchDiagnosis seen;
+  if (f.hang) {
+    const std::vector<RankLaunches> launches = launch_snapshots();
+    seen = diagnose_launches(launches, current_case_index, monotonic_ns());
+    r.diagnosis = seen.streams;
+    if (!seen.verdict.empty()) r.diagnosis.push_back(seen.verdict);
+    for (std::string& line : control_dump_lines(launches, c.dcp_size)) {
+      r.diagnosis.push_back(std::move(line));
+    }
+  }
   kill_workers();
   for (WorkerState& w : workers) {
     if (w.result) {
@@ -123,10 +135,16 @@ CaseResult Session::Impl::finish_failed_case(CaseResult r, const Case& c, const 
   // A hang leads with who waits on whom; other failures with their cause.
   std::string who_waits = waits_text(waits);
   if (who_waits.empty() && f.hang && !config.kernel.has(DCP_CAP_WAIT_STATUS)) {
-    who_waits = fmt::format(
-        "kernel '{}' publishes no wait status (capability wait-status), so "
-        "who waits on whom is unknown",
-        config.kernel.name);
+    // No wait status: the launches say which kernel each rank is stuck in.
+    who_waits = seen.not_observed.empty()
+                    ? seen.summary
+                    : fmt::format(
+                          "kernel '{}' publishes no wait status (capability wait-status), so "
+                          "who waits on whom is unknown; {}",
+                          config.kernel.name, seen.not_observed);
+  }
+  if (!seen.verdict.empty()) {
+    who_waits = who_waits.empty() ? seen.verdict : who_waits + " | " + seen.verdict;
   }
   if (who_waits.empty()) {
     r.message = f.cause;

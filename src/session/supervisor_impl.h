@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "failure.h"
+#include "launch_diagnosis.h"
 #include "mps.h"
 #include "results.h"
 #include "session.h"
@@ -95,6 +96,16 @@ struct Session::Impl {
   // are inside a function of the kernel under test, or "".
   std::string inside_kernel_note() const;
   void drain_exited_workers();  // the rank's worker is inside a kernel (plugin) function
+
+  // supervisor_launches.cpp: what the workers' launch observers saw.
+  // Asks every observing worker for a snapshot (completions, CONTROL dumps)
+  // and waits for the answers, 1.5 s at most in all.
+  std::vector<RankLaunches> launch_snapshots();
+  // New residency warnings from the ranks' tables into env (one per text,
+  // with the ranks that saw it), and env.launch_observation.
+  void collect_launch_notes();
+  std::vector<std::pair<std::string, std::vector<int>>> residency_seen;
+  std::vector<uint32_t> warnings_read;  // per rank: how many of its table's were read
 
   // supervisor_case.cpp
   CaseResult run_case(const Case& c, const std::string& suite, const std::vector<Case>& upcoming);

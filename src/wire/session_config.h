@@ -98,6 +98,12 @@ struct EnvironmentInfo {
   double teardown_s = 0;        // `run`: the session's shut-down after the last case
   ShutdownTimes teardown;       // `run`: its parts
   double startup_s = 0;         // session start: GPUs, MPS, workers, workspaces, kernel init
+  // What observes the workers' kernel launches ("CUPTI launch callbacks and
+  // events", or "launches not observed: <why>"), as rank 0's observer said.
+  std::string launch_observation;
+  // Grids larger than what can be resident at once (launch_diagnosis.h), one
+  // per kernel shape, in the order first seen, with the ranks that saw it.
+  std::vector<std::string> residency_warnings;
 };
 
 // The workers ran as clients of an MPS daemon (a private one, or the user's
