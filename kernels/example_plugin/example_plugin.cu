@@ -28,7 +28,7 @@
 //
 // DCP_EXAMPLE_FOREIGN=1 builds the upstream shape itself, as a kernel written
 // elsewhere would arrive: signal_wait only signals, EVERY combine block spins
-// on the flags (one block per token x head), and it publishes nothing (no wait
+// on the flags (one block of D threads per token x head), and it publishes nothing (no wait
 // status, no timeout hint; its own spin bound, 60 s, outlasts dcp-check's
 // deadline). With two slots in flight on a shared GPU it deadlocks exactly as
 // described above; it is dcp-check's test of diagnosing a kernel from outside.
@@ -525,7 +525,10 @@ dcpStatus_t call(void* context, const dcpCallArgs_v1* a) {
   cudaStream_t stream = static_cast<cudaStream_t>(a->stream);
   const int chunks = p.H * p.D / 8, row_chunks = p.D / 8;  // 16-byte chunks per send / output row
   const int dispatch_threads = chunks >= 256 ? 256 : (chunks + 31) / 32 * 32;
-  const int combine_threads = row_chunks >= 128 ? 128 : (row_chunks + 31) / 32 * 32;
+  // kForeign: upstream's block of one thread per element of D (at most 1024).
+  const int combine_threads = kForeign ? (p.D < 1024 ? p.D : 1024)
+                              : row_chunks >= 128 ? 128
+                                                  : (row_chunks + 31) / 32 * 32;
   bump_epoch_kernel<<<1, 1, 0, stream>>>(p.state + p.slot);
   dispatch_kernel<<<dim3(p.T, p.W), dispatch_threads, 0, stream>>>(p);
   signal_wait_kernel<<<1, 32, 0, stream>>>(p);

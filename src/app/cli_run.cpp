@@ -60,6 +60,9 @@ class RunCommand : public RunReportCommand {
               c, suite, replay_for(c), [&] { return session->run_case(c, suite); }, broken);
         },
         [&] { return broken || session->dead(); });
+    // Found while the cases ran (launch observation, residency warnings).
+    report_.environment->launch_observation = session->environment().launch_observation;
+    report_.environment->residency_warnings = session->environment().residency_warnings;
     const auto teardown = std::chrono::steady_clock::now();
     report_.environment->teardown = session->shut_down();  // workers, workspaces, MPS
     session.reset();

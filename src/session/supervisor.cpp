@@ -120,6 +120,7 @@ void Session::Impl::start() {
     }
   }
   await_ready(deadline);
+  collect_launch_notes();  // what observes the launches, from the start
   env.startup_s = std::chrono::duration<double>(SupervisorClock::now() - started).count();
   // Every worker has connected and mapped the board: drop both names (and the
   // run directory unless MPS lives in it), so even a SIGKILLed supervisor

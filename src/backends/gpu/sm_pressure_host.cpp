@@ -10,15 +10,18 @@
 
 #include "errors.h"
 #include "launch_observer.h"
+#include "worker_protocol.h"
 
 namespace dcp {
 
 SmPressure::SmPressure(int device, int rank, double spin_timeout_s)
     : rank_(rank),
       // Past the op's spin bound (so a kernel starved under pressure traps
-      // first) and inside the host deadline (spin bound + 4 s grace); ends by
-      // itself if the host never stops it.
-      max_ns_(static_cast<uint64_t>((spin_timeout_s + 2.0) * 1e9)) {
+      // first) and past the host deadline (spin bound + grace) and its hang
+      // snapshot: a kernel with no spin bound of its own that is starved
+      // under pressure is a hang diagnosed while it is stuck, not a pass
+      // once the pressure gives up. Ends by itself if the host never stops it.
+      max_ns_(static_cast<uint64_t>((spin_timeout_s + kDeadlineGraceS + 6.0) * 1e9)) {
   int device_sms = 0;
   CUDA_CHECK(rank, HarnessError,
              cudaDeviceGetAttribute(&device_sms, cudaDevAttrMultiProcessorCount, device));
