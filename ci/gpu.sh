@@ -165,16 +165,21 @@ step_observe() {
     --kernel "$foreign" --json "$OUT/foreign-pressure.json"
   run_expect "foreign ub2 pipe tmax w2" 1 --world 2 --geometry kimi --timeout 3 \
     --kernel "$foreign" --filter '^(?!.*press).*t128-.*ub2-pipe'
+  run_expect "foreign ub2 pipe tmax w2 mps" 1 --world 2 --geometry kimi --timeout 3 --mps on \
+    --kernel "$foreign" --filter '^(?!.*press).*t128-.*ub2-pipe'
   run_expect "foreign pressure observe off" 1 --world 2 --mps on --suite pressure --timeout 3 \
     --kernel "$foreign" --observe off
-  for log in foreign_pressure_w2_mps foreign_ub2_pipe_tmax_w2 foreign_pressure_observe_off; do
+  for log in foreign_pressure_w2_mps foreign_ub2_pipe_tmax_w2 foreign_ub2_pipe_tmax_w2_mps \
+    foreign_pressure_observe_off; do
     echo "--- $log"
-    grep -E 'hang:|forward-progress|INCOMPLETE|region|not observed' "$OUT/$log.log" | cut -c1-900 | head -n 14
+    grep -E '^  ERROR|^      ' "$OUT/$log.log" | cut -c1-1200 | head -n 24
   done
   grep -q 'forward-progress: ' "$OUT/foreign_pressure_w2_mps.log"
   record "foreign pressure: verdict given" $? 0
   grep -q 'forward-progress: ' "$OUT/foreign_ub2_pipe_tmax_w2.log"
   record "foreign ub2 pipe: verdict given" $? 0
+  grep -q 'forward-progress: ' "$OUT/foreign_ub2_pipe_tmax_w2_mps.log"
+  record "foreign ub2 pipe mps: verdict given" $? 0
   run_expect "example plugin smoke w2" 0 --world 2 --suite smoke --kernel "$ex"
   run_expect "direct smoke w2" 0 --world 2 --suite smoke
   grep -h '^warning:' "$OUT/example_plugin_smoke_w2.log" \
@@ -182,7 +187,7 @@ step_observe() {
   run_expect "plugin against direct w2" 0 --world 2 --kernel "$ex" --against direct
   grep -h '^agreement' "$OUT/plugin_against_direct_w2.log" | cut -c1-400
   local mode
-  for mode in on off on off; do
+  for mode in on off on off on off; do
     run_expect "stress w4 observe $mode" 0 stress --world 4 --geometry kimi --mps on \
       --duration 8s --seed 11 --observe "$mode"
     grep -hE 'calls/s' "$OUT/stress_w4_observe_$mode.log" | tail -n 1

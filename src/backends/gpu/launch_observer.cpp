@@ -78,6 +78,7 @@ struct Api {
 struct FuncInfo {
   std::string name;  // short_kernel_name of the demangled symbol
   int blocks_per_sm = -1;
+  bool tried = false;  // the occupancy was asked for once (outside a capture)
 };
 
 struct DumpRegion {
@@ -127,6 +128,9 @@ State& state() {
 
 thread_local int t_op = -1, t_slot = -1, t_dcp = 0;
 thread_local int t_runtime_depth = 0;  // inside a runtime launch: its driver calls are not new launches
+// The CUfunction a runtime launch handed to the driver, when the driver's
+// launch callback fired inside it (a runtime host stub names no function).
+thread_local CUfunction t_inner_function = nullptr;
 thread_local bool t_busy = false;      // our own driver calls inside a callback
 
 void copy_text(char* dst, size_t capacity, const std::string& text) {
@@ -164,12 +168,20 @@ void learn_sms(State& s) {
 FuncInfo& func_info(State& s, const Launch& l, bool capturing) {
   FuncInfo& f = s.funcs[l.key];
   if (f.name.empty()) f.name = l.graph ? "CUDA graph replay" : demangled(l.symbol);
-  if (f.blocks_per_sm < 0 && !capturing && !l.graph) {
+  if (!f.tried && !capturing && !l.graph) {
+    f.tried = true;
     CUfunction fn = l.function;
     if (fn == nullptr && l.kernel != nullptr &&
         s.api.kernel_get_function(&fn, l.kernel) != CUDA_SUCCESS) {
       fn = nullptr;
     }
+    // A host stub this process's own runtime registered (dcp-check's kernels);
+    // a plugin's statically linked runtime keeps its stubs to itself.
+    cudaFunction_t own = nullptr;
+    if (fn == nullptr && l.key != nullptr && cudaGetFuncBySymbol(&own, l.key) == cudaSuccess) {
+      fn = reinterpret_cast<CUfunction>(own);
+    }
+    if (fn == nullptr) cudaGetLastError();  // the failed lookup is not the caller's error
     int n = 0;
     const int threads = static_cast<int>(l.block[0] * l.block[1] * l.block[2]);
     if (fn != nullptr && s.api.occupancy(&n, fn, threads, l.shared) == CUDA_SUCCESS) {
@@ -334,7 +346,15 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
   if (runtime) t_runtime_depth += cb->callbackSite == CUPTI_API_ENTER ? 1 : -1;
-  if (cb->callbackSite != CUPTI_API_EXIT || (!runtime && t_runtime_depth > 0)) return;
+  if (runtime && cb->callbackSite == CUPTI_API_ENTER) t_inner_function = nullptr;
+  if (!runtime && t_runtime_depth > 0) {  // the driver half of a runtime launch
+    Launch inner;
+    if (cb->callbackSite == CUPTI_API_ENTER && from_driver(cbid, cb, inner)) {
+      t_inner_function = inner.function;
+    }
+    return;
+  }
+  if (cb->callbackSite != CUPTI_API_EXIT) return;
   if (runtime ? *static_cast<const cudaError_t*>(cb->functionReturnValue) != cudaSuccess
               : *static_cast<const CUresult*>(cb->functionReturnValue) != CUDA_SUCCESS) {
     return;  // nothing was launched
@@ -342,6 +362,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   Launch l;
   l.symbol = cb->symbolName;
   if (!(runtime ? from_runtime(cbid, cb, l) : from_driver(cbid, cb, l))) return;
+  if (runtime && l.function == nullptr) l.function = t_inner_function;
   t_busy = true;
   record(s, l, cb->context);
   t_busy = false;
