@@ -96,35 +96,45 @@ std::string stream_line(int rank, const std::vector<const LaunchRecord*>& launch
   return fmt::format("{} op {}: {}", head, op, fmt::join(parts, " -> "));
 }
 
-std::string verdict_for(const std::vector<Incomplete>& open) {
-  // A kernel too large to be resident at once, and another kernel of the
-  // kernel under test still incomplete: on the same rank (another stream)
-  // first, else on a peer.
-  for (const Incomplete& big : open) {
+// `open`: per stream, its incomplete launches in stream order (the first may
+// be running; the rest are queued behind it).
+std::string verdict_for(const std::vector<std::vector<Incomplete>>& open) {
+  // A kernel of the kernel under test at the head of its stream, with more
+  // blocks than can be resident at once, while kernels of it on other streams
+  // (this rank's or a peer's, running or queued) have not completed.
+  for (const std::vector<Incomplete>& stream : open) {
+    const Incomplete& big = stream.front();
     const LaunchRecord& k = *big.record;
     if (k.origin != LaunchOrigin::kKernel || !exceeds_residency(k)) continue;
-    const Incomplete* other = nullptr;
-    for (const Incomplete& o : open) {
-      if (o.record == big.record || o.record->origin == LaunchOrigin::kHarness) continue;
-      const bool same_rank = o.rank == big.rank;
-      if (same_rank && o.record->stream_ordinal == k.stream_ordinal) continue;  // queued behind
-      if (other == nullptr || (same_rank && other->rank != big.rank)) other = &o;
+    std::vector<std::string> waiting;
+    for (const std::vector<Incomplete>& other : open) {
+      if (&other == &stream) continue;
+      const auto first = std::find_if(other.begin(), other.end(), [](const Incomplete& o) {
+        return o.record->origin != LaunchOrigin::kHarness;
+      });
+      if (first == other.end()) continue;
+      std::string where = fmt::format("rank {}'s {}", first->rank, stream_name(*first->record));
+      if (first != other.begin()) {
+        where += fmt::format(" (queued behind {})",
+                             short_kernel_name(text_of(other.front().record->name,
+                                                       sizeof other.front().record->name)));
+      }
+      waiting.push_back(fmt::format(
+          "{} on {}", short_kernel_name(text_of(first->record->name, sizeof first->record->name)),
+          where));
     }
-    if (other == nullptr) continue;
-    const std::string where =
-        other->rank == big.rank ? fmt::format("on rank {}'s {}", big.rank, stream_name(*other->record))
-                                : fmt::format("on rank {} ({})", other->rank,
-                                              stream_name(*other->record));
+    if (waiting.empty()) continue;
+    if (waiting.size() > 3) waiting.resize(3);
     return fmt::format(
         "forward-progress: rank {}'s {} on {} has {} blocks, but at most {} can be resident at "
-        "once on the {} SMs it may use, and {} {} has not completed: if its blocks wait for "
-        "that kernel (spinning blocks waiting on a peer's dispatch), the resident ones hold the "
-        "SMs it needs and the rest never start, so progress depends on scheduling; here it "
-        "stopped (a kernel must not assume its blocks, or another stream's kernels, are "
+        "once on the {} SMs it may use, while {} {} not completed: if its blocks wait for one "
+        "of them (spinning blocks waiting on a peer's dispatch), the resident ones hold SMs "
+        "that kernel needs and the rest never start, so progress depends on scheduling; here "
+        "it stopped (a kernel must not assume its blocks, or another stream's kernels, are "
         "co-resident)",
         big.rank, short_kernel_name(text_of(k.name, sizeof k.name)), stream_name(k),
-        k.grid_blocks(), k.resident_blocks(), k.usable_sms,
-        short_kernel_name(text_of(other->record->name, sizeof other->record->name)), where);
+        k.grid_blocks(), k.resident_blocks(), k.usable_sms, fmt::join(waiting, "; "),
+        waiting.size() > 1 ? "have" : "has");
   }
   return "";
 }
@@ -174,7 +184,7 @@ std::string residency_warning(const LaunchRecord& r, int rank_sms) {
 LaunchDiagnosis diagnose_launches(const std::vector<RankLaunches>& ranks, int case_index,
                                   int64_t now_ns) {
   LaunchDiagnosis d;
-  std::vector<Incomplete> open;
+  std::vector<std::vector<Incomplete>> open;  // per stream with an incomplete launch
   std::vector<std::string> summary;
   int observed = 0;
   for (const RankLaunches& rl : ranks) {
@@ -195,12 +205,14 @@ LaunchDiagnosis diagnose_launches(const std::vector<RankLaunches>& ranks, int ca
     const LaunchRecord* first_open = nullptr;
     for (const auto& [ordinal, list] : by_stream) {
       d.streams.push_back(stream_line(rl.rank, list, now_ns));
+      std::vector<Incomplete> stuck;
       for (const LaunchRecord* r : list) {
         if (!incomplete(*r)) continue;
-        open.push_back({rl.rank, r});
+        stuck.push_back({rl.rank, r});
         if (r->origin != LaunchOrigin::kHarness && (first_open == nullptr || r->seq < first_open->seq))
           first_open = r;
       }
+      if (!stuck.empty()) open.push_back(std::move(stuck));
     }
     if (!rl.answered) {
       d.streams.push_back(fmt::format(

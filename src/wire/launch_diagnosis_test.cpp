@@ -70,7 +70,8 @@ TEST_CASE("a grid larger than its residency beside another stream's incomplete k
   CHECK(d.verdict.find("rank 0's combine_kernel<true> on dcp2 slot 1 has 2048 blocks") !=
         std::string::npos);
   CHECK(d.verdict.find("at most 512 can be resident") != std::string::npos);
-  CHECK(d.verdict.find("dispatch_kernel on rank 0's dcp2 slot 0") != std::string::npos);
+  CHECK(d.verdict.find("while dispatch_kernel on rank 0's dcp2 slot 0; combine_kernel<true> on "
+                      "rank 1's dcp2 slot 0 have not completed") != std::string::npos);
   // Per stream, in launch order, the first incomplete one named with its age.
   REQUIRE(d.streams.size() == 3);
   CHECK(d.streams[0].find("rank 0 dcp2 slot 0: op 0: call_prep_kernel") != std::string::npos);
@@ -105,8 +106,30 @@ TEST_CASE("a peer's incomplete kernel counts when the rank has no other stream")
   r1.add("dispatch", "dcp2 slot 1", 1, 64, 16, LaunchState::kLaunched, LaunchOrigin::kKernel);
   const LaunchDiagnosis d =
       diagnose_launches({{0, r0.table.get(), true}, {1, r1.table.get(), false}}, 3, 5 * kSecond);
-  CHECK(d.verdict.find("dispatch on rank 1 (dcp2 slot 1) has not completed") != std::string::npos);
+  CHECK(d.verdict.find("while dispatch on rank 1's dcp2 slot 1 has not completed") !=
+        std::string::npos);
   CHECK(d.streams.back().find("rank 1 did not answer the snapshot request") != std::string::npos);
+}
+
+// Seen on the GPU (SM pressure under MPS): a large grid queued behind a
+// stalled harness kernel holds no SM, so it is not the verdict's kernel; the
+// peer's spinning combine is, and the queued dispatch is named with what it
+// waits behind.
+TEST_CASE("the verdict's kernel heads its stream; queued kernels are named with what they follow") {
+  Trace r0, r1;
+  r0.add("delay_kernel", "dcp2 slot 0", 0, 1, 32, LaunchState::kLaunched, LaunchOrigin::kHarness);
+  r0.add("dispatch_kernel", "dcp2 slot 0", 0, 128, 8, LaunchState::kLaunched,
+         LaunchOrigin::kKernel);
+  r0.add("combine_kernel<true>", "dcp2 slot 0", 0, 1024, 3, LaunchState::kLaunched,
+         LaunchOrigin::kKernel);
+  r1.add("combine_kernel<true>", "dcp2 slot 0", 0, 1024, 3, LaunchState::kLaunched,
+         LaunchOrigin::kKernel);
+  const LaunchDiagnosis d =
+      diagnose_launches({{0, r0.table.get(), true}, {1, r1.table.get(), true}}, 3, 10 * kSecond);
+  CHECK(d.verdict.find("rank 1's combine_kernel<true> on dcp2 slot 0 has 1024 blocks, but at "
+                       "most 96 can be resident") != std::string::npos);
+  CHECK(d.verdict.find("while dispatch_kernel on rank 0's dcp2 slot 0 (queued behind "
+                       "delay_kernel) has not completed") != std::string::npos);
 }
 
 TEST_CASE("launches of other cases are left out, and a stream that finished is counted") {
