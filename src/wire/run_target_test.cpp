@@ -115,7 +115,9 @@ TEST_CASE("the default target generates today's suites") {
     for (const char* geo : {"kimi", "tiny"}) {
       SuiteOptions opts{world, *find_geometry(geo), 3};
       const std::vector<Case> plain = build_suite("default", opts);
-      opts.skip_reason = skip_reason_fn(RunTarget{.world = world});
+      RunTarget target;
+      target.world = world;
+      opts.skip_reason = skip_reason_fn(target);
       CHECK(build_suite("default", opts) == plain);
       const Coverage cov = suite_coverage(plain, opts);
       CHECK(cov.impossible == 0);
