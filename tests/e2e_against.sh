@@ -12,23 +12,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 REVERSE=$PLUGINS/libdcp_host_plugin_reverse_order.so
 HOST=(--backend host --world 2 --geometry tiny --timeout 5 --kernel direct)
-failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-expect() {  # expect CODE DESCRIPTION -- ARGS...
-  local want=$1 what=$2
-  shift 3
-  timeout 120 "$BIN" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null
-  local rc=$?
-  if [[ $rc -eq $want ]]; then
-    echo "ok   exit $rc: $what"
-  else
-    fail "exit $rc (want $want): $what: dcp-check $*"
-    sed 's/^/    stdout: /' "$WORK/out" | tail -15
-    sed 's/^/    stderr: /' "$WORK/err" | tail -5
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/expect_lib.bash"
 
 expect 0 "--against: a correct kernel summing in reverse order agrees within tolerance" -- \
   "${HOST[@]}" --against "$REVERSE" --json "$WORK/tol.json" --junit "$WORK/tol.xml"

@@ -7,23 +7,7 @@ BIN=${1:?usage: $0 path/to/dcp-check}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 HOST=(--backend host --world 2 --geometry tiny --suite smoke --timeout 5)
-failures=0
-
-expect() {  # expect CODE DESCRIPTION -- ARGS...
-  local want=$1 what=$2
-  shift 3
-  timeout 120 "$BIN" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null
-  local rc=$?
-  if [[ $rc -eq $want ]]; then
-    echo "ok   exit $rc: $what"
-  else
-    echo "FAIL exit $rc (want $want): $what: dcp-check $*"
-    sed 's/^/    stdout: /' "$WORK/out" | tail -15
-    sed 's/^/    stderr: /' "$WORK/err" | tail -5
-    failures=$((failures + 1))
-  fi
-  return 0
-}
+source "$(dirname "${BASH_SOURCE[0]}")/expect_lib.bash"
 
 # 0: a clean host run.
 expect 0 "host backend smoke suite passes" -- "${HOST[@]}"

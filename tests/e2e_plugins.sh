@@ -12,24 +12,7 @@ PLUGINS=$(cd "$(dirname "$BIN")/../tests/plugins" && pwd)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 HOST=(--backend host --world 4 --geometry tiny --timeout 5)
-failures=0
-
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-
-expect() {  # expect CODE DESCRIPTION -- ARGS...
-  local want=$1 what=$2
-  shift 3
-  local start=$SECONDS
-  timeout 120 "$BIN" "$@" >"$WORK/out" 2>"$WORK/err" </dev/null
-  local rc=$?
-  if [[ $rc -eq $want ]]; then
-    echo "ok   exit $rc in $((SECONDS - start)) s: $what"
-  else
-    fail "exit $rc (want $want): $what: dcp-check $*"
-    sed 's/^/    stdout: /' "$WORK/out" | tail -15
-    sed 's/^/    stderr: /' "$WORK/err" | tail -5
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/expect_lib.bash"
 
 # One error line on stderr, matching the pattern, naming no source file.
 one_line() {  # one_line ERE
