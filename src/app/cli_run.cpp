@@ -51,13 +51,19 @@ class RunCommand : public RunReportCommand {
                     config.backend == BackendKind::kHost ? "host" : "gpu"),
         static_cast<int>(planned_.size()));
     life.term().info(report_.coverage->total_line());
+    size_t warned = 0;    // residency warnings printed so far
     bool broken = false;  // run_case threw: the session cannot run another case
     const std::string& suite = v_.selection.suite;
     run_cases(
         life,
         [&](const Case& c) {
-          return result_or_error(
+          CaseResult r = result_or_error(
               c, suite, replay_for(c), [&] { return session->run_case(c, suite); }, broken);
+          // A residency warning as soon as a kernel shape first shows it (the
+          // summary repeats them with every rank that saw it).
+          const std::vector<std::string>& warnings = session->environment().residency_warnings;
+          for (; warned < warnings.size(); ++warned) life.term().info("warning: " + warnings[warned]);
+          return r;
         },
         [&] { return broken || session->dead(); });
     // Found while the cases ran (launch observation, residency warnings).
