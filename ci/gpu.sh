@@ -10,6 +10,7 @@
 #   pressure = SM pressure: the pressure kernel and the pressure suite;
 #   observe = kernels observed from outside (CUPTI): the foreign-shaped example
 #   plugin's hangs diagnosed, residency warnings, --against, the tracing cost;
+#   litmus = weak-memory litmus tests with and without memory stress (--mps off, on);
 #   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
@@ -196,6 +197,18 @@ step_observe() {
   done
 }
 
+# Weak memory on this GPU (issue 34, "measure first"): the litmus table time-
+# sliced (--mps off) and under MPS, each with its JSON; the table itself is
+# the log's tail.
+step_litmus() {
+  local mode
+  for mode in off on; do
+    run_expect "litmus mps $mode" 0 litmus --mps "$mode" --iterations "${LITMUS_ITERATIONS:-10000000}" \
+      --json "$OUT/litmus-mps-$mode.json"
+    sed -n '/^stress calibration/,$p' "$OUT/litmus_mps_$mode.log"
+  done
+}
+
 # The benchmark of docs/results (throughput): each run's JSON, then the table.
 step_perf() {
   local start=$SECONDS rc
@@ -214,8 +227,8 @@ step_perf() {
 
 for s in "${steps[@]}"; do
   case $s in
-    build | unit | test | demo | plugin | families | pressure | observe | perf) ;;
-    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure observe perf)" >&2; exit 2 ;;
+    build | unit | test | demo | plugin | families | pressure | observe | litmus | perf) ;;
+    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure observe litmus perf)" >&2; exit 2 ;;
   esac
 done
 
@@ -230,6 +243,7 @@ for s in "${steps[@]}"; do
     families) step_families ;;
     pressure) step_pressure ;;
     observe) step_observe ;;
+    litmus) step_litmus ;;
     perf) step_perf ;;
   esac
 done

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "errors.h"
 #include "exit_code.h"
+#include "litmus_runner.h"
 #include "version.h"
 #include "worker.h"
 
@@ -84,6 +85,7 @@ int cli_main(int argc, char** argv) {
       dcp::add_shrink_command(app, ctx),
       dcp::add_selftest_command(app, ctx),
       dcp::add_bench_command(app, ctx),
+      dcp::add_litmus_command(app, ctx),
   };
   std::vector<std::string> names;
   for (const CLI::App* c : commands) names.push_back(c->get_name());
@@ -106,6 +108,9 @@ int cli_main(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]) == "__worker") {
     return dcp::worker_main(argc, argv);  // owns its own error reporting
+  }
+  if (argc > 1 && std::string_view(argv[1]) == "__litmus-peer") {
+    return dcp::litmus_peer_main(argc, argv);  // the writer of a two-process litmus test
   }
   try {
     return cli_main(argc, argv);
