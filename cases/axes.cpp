@@ -789,6 +789,26 @@ std::vector<AxisDesc> make_table() {
          return c.init_fault == InitFault::kLate ? fmt::format("late {} ms", c.init_late_ms)
                                                  : std::string(to_string(c.init_fault));
        }},
+      // Memory stress: the memory-stress family (the `memstress` suite) and 5%
+      // of random eager or pipelined cases. Last in the table but the seed, so
+      // that the random cases drawn before it existed keep their values.
+      // JSON only when set.
+      {.name = "mstress",
+       .token = [](const Case& c) { return c.mstress ? std::string("mstress") : std::string(); },
+       .read = [](IdTokens& t, Case& c) {
+         if (t.peek() == "mstress") c.mstress = true, t.next();
+         return std::string();
+       },
+       .draw = [](Rng& r, Case& c, const RandomContext&) {
+         if (pressure_allowed(c.mode) && r.chance(0.05)) c.mstress = true;
+       },
+       .shrink = shrink_to_default<&Case::mstress>,
+       .measure = off_default<&Case::mstress>,
+       .to_json = [](const Case& c, json& j) {
+         if (c.mstress) j["mstress"] = true;
+       },
+       .from_json = [](const json& j, Case& c) { c.mstress = j.value("mstress", false); },
+       .label = [](const Case& c) { return std::string(c.mstress ? "on" : "off"); }},
       // Drawn by suites and random_case from their own seeds, never shrunk.
       {.name = "seed",
        .token = [](const Case& c) { return fmt::format("s{:06x}", c.seed); },
@@ -797,7 +817,7 @@ std::vector<AxisDesc> make_table() {
          const auto seed = tok.starts_with("s") ? parse_hex(tok.substr(1)) : std::nullopt;
          if (!seed) {
            return bad(tok, "[-l<layers>][-skew][-ep<hex>][-prod<slow|pdl>][-press<pct>][-reuse]"
-                           "[-ctx2][-initfail|-initlate<ms>]-s<hex seed>");
+                           "[-ctx2][-initfail|-initlate<ms>][-mstress]-s<hex seed>");
          }
          c.seed = *seed;
          t.next();

@@ -49,6 +49,9 @@ std::string validate(const Case& c) {
     return fmt::format("press{} needs eager or pipelined calls, not {}", c.pressure,
                        to_string(c.mode));
   }
+  if (c.mstress && !pressure_allowed(c.mode)) {
+    return fmt::format("mstress needs eager or pipelined calls, not {}", to_string(c.mode));
+  }
   return "";
 }
 

@@ -108,6 +108,11 @@ struct Case {
   // co-running spinning kernel occupies for each batch (0: none). Eager and
   // pipelined modes only (see pressure_allowed).
   int pressure = 0;
+  // Memory stress (GPU only): a co-running kernel hammers a scratch region with
+  // the access pattern `dcp-check litmus` found best on this GPU model, for
+  // each batch, to provoke weak-memory reorderings (missing fences, relaxed
+  // flags). Eager and pipelined modes only, as pressure.
+  bool mstress = false;
   // Input reuse: right after each call returns, the caller's stream writes NaN
   // over partial_output and partial_lse (before the peers' combines finish).
   bool reuse = false;

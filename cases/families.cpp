@@ -53,6 +53,13 @@ const std::vector<CaseFamily>& case_families() {
        "spinning blocks that fill the SMs left, so the dispatch a peer waits for never starts "
        "(spinning-combine-blocks)",
        [](const Case& c) { return c.pressure > 0; }},
+      {"memory-stress",
+       "many calls, one and two slots, eager and pipelined with skew, while a co-running kernel "
+       "hammers a scratch region with the access pattern `dcp-check litmus` found best on this "
+       "GPU (GPU only: the host skips them by name; alone as --suite memstress)",
+       "payload stores that become visible after the flag: a flag stored or polled without "
+       "release/acquire or fence (relaxed-ordering, no-arrival-fence)",
+       [](const Case& c) { return c.mstress; }},
       {"input-reuse",
        "right after each call returns, the caller's stream writes NaN over partial_output and "
        "partial_lse (before the peers' combines end); with skew, eager, pipelined and graphs",

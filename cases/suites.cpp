@@ -177,6 +177,30 @@ std::vector<Case> pressure_cases(const SuiteOptions& opts, const Geometry& g) {
   return cases;
 }
 
+// The memory-stress family (docs/DESIGN.md, "Weak memory on one GPU"), alone
+// as the `memstress` suite: per group size, many calls under the co-running
+// memory stress, where a reordered payload has the most chances to be read:
+// two slots pipelined with skew (T = 64 and max_tokens), one slot eager (T =
+// 17, an empty shard) and pipelined (T = 1, the smallest payload per flag).
+std::vector<Case> memstress_cases(const SuiteOptions& opts, const Geometry& g) {
+  std::vector<Case> cases;
+  auto add = [&](int w, int tokens, ExecMode mode, int calls, int slots, bool skew,
+                 EmptyPattern e) {
+    Case c = family_case(g, w, tokens, mode, calls, slots, e);
+    c.mstress = true;
+    c.skew = skew;
+    if (std::find(cases.begin(), cases.end(), c) == cases.end()) cases.push_back(c);
+  };
+  for (int w : dcp_sizes_for_world(opts.world)) {
+    add(w, 64, ExecMode::kPipelined, 16, 2, true, EmptyPattern::kNone);
+    add(w, g.max_tokens, ExecMode::kPipelined, 8, 2, true, EmptyPattern::kNone);
+    add(w, 17, ExecMode::kEager, 16, 1, false, EmptyPattern::kOne);
+    add(w, 1, ExecMode::kPipelined, 32, 1, false, EmptyPattern::kNone);
+  }
+  finish(cases, opts.base_seed);
+  return cases;
+}
+
 // The input-reuse family (issue 15 item 7): the caller writes NaN over both
 // inputs right after each call. Per group size, with skew (a late rank's
 // combine can end while its own sends still read): eager on one and two slots
@@ -389,8 +413,8 @@ std::vector<Case> smoke_suite(const SuiteOptions& opts, const Geometry& g) {
 }  // namespace
 
 const std::vector<std::string>& suite_names() {
-  static const std::vector<std::string> names = {"smoke", "default", "full", "upstream",
-                                                 "pressure"};
+  static const std::vector<std::string> names = {"smoke",    "default",  "full",
+                                                 "upstream", "pressure", "memstress"};
   return names;
 }
 
@@ -410,12 +434,14 @@ std::vector<Case> build_suite(std::string_view suite, const SuiteOptions& opts) 
   if (suite == "smoke") cases = smoke_suite(opts, g);
   if (suite == "upstream") cases = upstream_suite(opts);
   if (suite == "pressure") cases = pressure_cases(opts, g);
-  if (suite == "smoke" || suite == "upstream" || suite == "pressure") {
+  if (suite == "memstress") cases = memstress_cases(opts, g);
+  if (suite == "smoke" || suite == "upstream" || suite == "pressure" || suite == "memstress") {
     adapt_to_target(cases, 0, opts);
     return cases;
   }
   throw std::invalid_argument(
-      fmt::format("unknown suite '{}' (expected smoke|default|full|upstream|pressure)", suite));
+      fmt::format("unknown suite '{}' (expected smoke|default|full|upstream|pressure|memstress)",
+                  suite));
 }
 
 }  // namespace dcp

@@ -29,7 +29,7 @@ struct SuiteOptions {
   SkipReasonFn skip_reason = {};
 };
 
-const std::vector<std::string>& suite_names();  // smoke, default, full, upstream, pressure
+const std::vector<std::string>& suite_names();  // smoke, default, full, upstream, pressure, memstress
 // Throws std::invalid_argument for an unknown suite.
 std::vector<Case> build_suite(std::string_view suite, const SuiteOptions& opts);
 std::vector<int> dcp_sizes_for_world(int world);  // e.g. 4 -> {4, 2}

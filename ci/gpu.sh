@@ -11,6 +11,7 @@
 #   observe = kernels observed from outside (CUPTI): the foreign-shaped example
 #   plugin's hangs diagnosed, residency warnings, --against, the tracing cost;
 #   litmus = weak-memory litmus tests with and without memory stress (--mps off, on);
+#   memstress = the memory-stress family, its mutants in selftest, its cost in stress;
 #   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
@@ -209,6 +210,26 @@ step_litmus() {
   done
 }
 
+# The memory-stress family (issue 34): the correct kernel passes it at w2 and
+# w4 kimi under MPS; selftest runs the memory-ordering mutants against it
+# (caught or not: the summary says); stress calls/s with the axis on every
+# scenario against none.
+step_memstress() {
+  run_expect "memstress w2 mps" 0 --world 2 --suite memstress --mps on
+  run_expect "memstress w4 kimi mps" 0 --world 4 --geometry kimi --suite memstress --mps on
+  run_expect "memstress w2 timesliced" 0 --world 2 --suite memstress --mps off
+  run_expect "selftest memstress w2 mps" 0 selftest --world 2 --suite memstress --mps on \
+    --mutants relaxed-ordering,no-arrival-fence
+  run_expect "selftest memstress w4 kimi mps" 0 selftest --world 4 --geometry kimi \
+    --suite memstress --mps on --mutants relaxed-ordering,no-arrival-fence
+  local mode
+  for mode in off all off all; do
+    run_expect "stress w4 mstress $mode" 0 stress --world 4 --geometry kimi --mps on \
+      --duration 8s --seed 11 --mstress "$mode"
+    grep -hE 'calls/s' "$OUT/stress_w4_mstress_$mode.log" | tail -n 1
+  done
+}
+
 # The benchmark of docs/results (throughput): each run's JSON, then the table.
 step_perf() {
   local start=$SECONDS rc
@@ -227,8 +248,8 @@ step_perf() {
 
 for s in "${steps[@]}"; do
   case $s in
-    build | unit | test | demo | plugin | families | pressure | observe | litmus | perf) ;;
-    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure observe litmus perf)" >&2; exit 2 ;;
+    build | unit | test | demo | plugin | families | pressure | observe | litmus | memstress | perf) ;;
+    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure observe litmus memstress perf)" >&2; exit 2 ;;
   esac
 done
 
@@ -244,6 +265,7 @@ for s in "${steps[@]}"; do
     pressure) step_pressure ;;
     observe) step_observe ;;
     litmus) step_litmus ;;
+    memstress) step_memstress ;;
     perf) step_perf ;;
   esac
 done

@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(256)
 
   __syncthreads();  // every thread's stores precede thread 0's fence (CTA order)
   if (threadIdx.x != 0) return;
-  if (!relaxed) __threadfence_system();
+  if (!relaxed && mutant != kMutantNoArrivalFence) __threadfence_system();
   if (atomicAdd(&st->dest_arrivals[d], 1u) + 1u != gridDim.x) return;
   // Last block for destination d: every block's payload to d is visible.
   st->dest_arrivals[d] = 0;

@@ -251,7 +251,17 @@ TEST_CASE("mutant table: unique ids and names, every required kind, honest catch
         "forward-progress"}) {
     CHECK_MESSAGE(kinds.count(k) == 1, k);
   }
-  CHECK_FALSE(find_gpu_mutant(kMutantRelaxedOrdering)->catchable_on_shared_gpu);
+  // A reordering between ranks sharing a GPU shows only when provoked: the
+  // flag-ordering mutants that claim a shared GPU catches them name the
+  // memory-stress family and need ranks that run at once.
+  for (int id : {kMutantRelaxedOrdering, kMutantNoArrivalFence}) {
+    const GpuMutantInfo* m = find_gpu_mutant(id);
+    CHECK(m->kind == "memory-ordering");
+    if (m->catchable_on_shared_gpu) {
+      CHECK(m->family == "memory-stress");
+      CHECK(m->needs_concurrent_ranks);
+    }
+  }
   CHECK(find_gpu_mutant(0) == nullptr);
 }
 

@@ -86,8 +86,23 @@ __device__ __forceinline__ uint32_t mix(uint32_t a, uint32_t b) {
   return h ^ (h >> 13);
 }
 
-// A stress thread: the pattern's two accesses per iteration until `done`
-// reaches `expected` (checked every 64 iterations) or max_iterations.
+// One stress iteration of one thread: the pattern's two accesses.
+__device__ __forceinline__ void stress_step(const LitmusStress& s, volatile uint32_t* v,
+                                            uint32_t mask, uint32_t stress_id, uint32_t it,
+                                            uint32_t& sink) {
+  const uint32_t a = mix(stress_id, it) & mask;
+  const uint32_t b = (a + s.stride_words) & mask;
+  switch (s.pattern) {
+    case StressPattern::kStoreStore: v[a] = it; v[b] = it; break;
+    case StressPattern::kStoreLoad: v[a] = it; sink += v[b]; break;
+    case StressPattern::kLoadStore: sink += v[a]; v[b] = it; break;
+    case StressPattern::kLoadLoad: sink += v[a] + v[b]; break;
+    case StressPattern::kNone: break;
+  }
+}
+
+// A stress thread of a litmus launch: stress steps until `done` reaches
+// `expected` (checked every 64 iterations) or max_iterations.
 __device__ void stress_loop(const LitmusStress& s, uint32_t* scratch, uint32_t stress_id,
                             const uint32_t* done, uint32_t expected) {
   volatile uint32_t* v = scratch;
@@ -95,17 +110,33 @@ __device__ void stress_loop(const LitmusStress& s, uint32_t* scratch, uint32_t s
   uint32_t sink = 0;
   for (uint32_t it = 0; it < s.max_iterations; ++it) {
     if ((it & 63u) == 0u && *reinterpret_cast<const volatile uint32_t*>(done) >= expected) break;
-    const uint32_t a = mix(stress_id, it) & mask;
-    const uint32_t b = (a + s.stride_words) & mask;
-    switch (s.pattern) {
-      case StressPattern::kStoreStore: v[a] = it; v[b] = it; break;
-      case StressPattern::kStoreLoad: v[a] = it; sink += v[b]; break;
-      case StressPattern::kLoadStore: sink += v[a]; v[b] = it; break;
-      case StressPattern::kLoadLoad: sink += v[a] + v[b]; break;
-      case StressPattern::kNone: return;
-    }
+    stress_step(s, v, mask, stress_id, it, sink);
   }
   if (sink == 0xFFFFFFFFu) v[0] = sink;  // keeps the loads
+}
+
+// The co-running memory stress of a case (launch_memory_stress): thread 0
+// looks at the host's stop word and the clock every 1024 steps.
+__global__ void __launch_bounds__(kLitmusThreads)
+    corun_stress_kernel(LitmusStress s, uint32_t* scratch, const volatile uint32_t* stop,
+                        uint64_t max_ns) {
+  __shared__ int done;
+  const uint64_t start = now_ns();
+  if (threadIdx.x == 0) done = stop != nullptr && *stop != 0u ? 1 : 0;
+  __syncthreads();
+  volatile uint32_t* v = scratch;
+  const uint32_t mask = s.scratch_words - 1u;
+  const uint32_t id = blockIdx.x * kLitmusThreads + threadIdx.x;
+  uint32_t sink = 0;
+  for (uint32_t it = 0; !done;) {
+    for (int k = 0; k < 1024; ++k, ++it) stress_step(s, v, mask, id, it, sink);
+    __syncthreads();  // nobody reads `done` while thread 0 writes it
+    if (threadIdx.x == 0 && ((stop != nullptr && *stop != 0u) || now_ns() - start >= max_ns)) {
+      done = 1;
+    }
+    __syncthreads();
+  }
+  if (sink == 0xFFFFFFFFu) v[0] = sink;
 }
 
 template <bool kSys>
@@ -259,6 +290,16 @@ cudaError_t launch_litmus_oneshot(LitmusShape shape, LitmusOrder order, bool sys
                                                                locations, results, words, stress,
                                                                scratch);
   }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_memory_stress(const LitmusStress& stress, uint32_t* scratch,
+                                 const volatile uint32_t* stop, uint64_t max_ns,
+                                 cudaStream_t stream) {
+  if (stress.pattern == StressPattern::kNone || !valid_stress(stress, scratch) || max_ns == 0) {
+    return cudaErrorInvalidValue;
+  }
+  corun_stress_kernel<<<stress.blocks, kLitmusThreads, 0, stream>>>(stress, scratch, stop, max_ns);
   return cudaGetLastError();
 }
 

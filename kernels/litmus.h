@@ -43,6 +43,14 @@ cudaError_t launch_litmus_oneshot(LitmusShape shape, LitmusOrder order, bool sys
                                   uint32_t* results, uint32_t* words, const LitmusStress& stress,
                                   uint32_t* scratch, cudaStream_t stream);
 
+// The memory stress beside a case's batch (Case::mstress): stress.blocks
+// blocks of kLitmusThreads threads do the pattern on `scratch`
+// (stress.scratch_words) until max_ns passed or *stop (mapped host memory;
+// may be null) is non-zero. Not capturable.
+cudaError_t launch_memory_stress(const LitmusStress& stress, uint32_t* scratch,
+                                 const volatile uint32_t* stop, uint64_t max_ns,
+                                 cudaStream_t stream);
+
 // Counter message passing (classify_counter_sample), one role per launch, so
 // writer and reader can be different kernels, streams or processes.
 // `mem` holds `instances` data words at mem[i * 32], as many flag words at

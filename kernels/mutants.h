@@ -38,6 +38,7 @@ enum GpuMutantId : int {
   kMutantGlobalRecvBuffers = 24,
   kMutantUnboundedInitHandshake = 25,
   kMutantResizedStaging = 26,
+  kMutantNoArrivalFence = 27,
 };
 
 struct GpuMutantInfo {
@@ -82,9 +83,7 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
     {kMutantRelaxedOrdering, "relaxed-ordering", "memory-ordering",
      "flags stored and polled with relaxed system-scope accesses and no fences: the payload may "
      "become visible after the flag",
-     false,
-     "ranks sharing one GPU write through the same L2 (the point of coherence), so the "
-     "reordering cannot become visible; it needs ranks on distinct GPUs over NVLink"},
+     true, "", /*needs_concurrent_ranks=*/true, 2, "memory-stress", "memstress"},
     {kMutantIgnoreOutStride, "ignore-out-stride", "indexing",
      "partial_output rows are addressed with W*H*D instead of the padded token stride", true, ""},
     {kMutantIgnoreLseStride, "ignore-lse-stride", "indexing",
@@ -178,6 +177,12 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "allocation churn, which hands the freed block to someone else, sees it (the graph-set "
      "cases with churn)",
      true, "", false, 2, "allocation-churn"},
+    {kMutantNoArrivalFence, "no-arrival-fence", "memory-ordering",
+     "each dispatch block counts itself done (atomicAdd after __syncthreads) without a "
+     "__threadfence_system() first; the last block still fences and releases the flag, but the "
+     "other blocks' payload stores are not ordered before their count, so a peer may read "
+     "payload that is not there yet (the classic threadFenceReduction mistake)",
+     true, "", /*needs_concurrent_ranks=*/true, 2, "memory-stress", "memstress"},
 };
 
 inline const GpuMutantInfo* find_gpu_mutant(int id) {

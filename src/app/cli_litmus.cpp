@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "errors.h"
 #include "litmus_report.h"
 #include "litmus_runner.h"
+#include "memory_stress_config.h"
 #include "mps.h"
 #include "report_file.h"
 
@@ -31,6 +33,7 @@ struct LitmusOptions {
   int device = 0;
   std::string json;
   bool skip_processes = false;
+  bool no_save = false;
 };
 
 // A private directory for the MPS daemon's pipes and logs, removed on every exit.
@@ -63,6 +66,13 @@ void apply_mps_env(const MpsController& mps) {
   for (const auto& [name, value] : mps.worker_env()) setenv(name.c_str(), value.c_str(), 1);
 }
 
+double best_rate(const std::vector<LitmusRow>& calibration, const LitmusStress& best) {
+  for (const auto& row : calibration) {
+    if (stress_name(row.stress) == stress_name(best)) return row.tally.weak_per_million();
+  }
+  return 0;
+}
+
 LitmusRow timed_run(LitmusRunner& runner, const LitmusTest& test, const LitmusStress& stress,
                     uint64_t iterations, std::mt19937_64& rng) {
   const auto start = std::chrono::steady_clock::now();
@@ -83,8 +93,12 @@ int run_litmus(const LitmusOptions& o) {
   report.mps = mps->description();
   report.seed = o.seed;
   report.iterations = o.iterations;
+  std::string gpu_name;
+  int sms = 0;
   {
     LitmusRunner runner(o.device);
+    gpu_name = runner.info().name;
+    sms = runner.info().sms;
     report.device = fmt::format("{}, {} SMs", runner.info().name, runner.info().sms);
     std::fprintf(stderr, "litmus: %s; MPS %s\n", report.device.c_str(), report.mps.c_str());
     std::mt19937_64 rng(o.seed);
@@ -107,6 +121,15 @@ int run_litmus(const LitmusOptions& o) {
   mps->stop();
   std::fputs(render_litmus(report).c_str(), stdout);
   if (!o.json.empty()) write_file_atomically(o.json, litmus_json(report).dump(2) + "\n");
+  // The memory-stress cases of this GPU model use the best setting from now on.
+  if (!o.no_save && report.best.pattern != StressPattern::kNone) {
+    const std::string path = memory_stress_cache_path();
+    const int per_sm = std::max(1, report.best.blocks / std::max(1, sms));
+    save_memory_stress(path, gpu_name, report.best, per_sm,
+                       best_rate(report.calibration, report.best));
+    std::printf("memory stress for '%s': %s, saved to %s\n", gpu_name.c_str(),
+                stress_name(report.best).c_str(), path.c_str());
+  }
   bool contradiction = false;
   litmus_conclusions(report, &contradiction);
   return contradiction ? 3 : 0;
@@ -131,6 +154,8 @@ CLI::App* add_litmus_command(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--device", o->device, "CUDA device")->capture_default_str();
   cmd->add_option("--json", o->json, "write the table as JSON to this file");
   cmd->add_flag("--skip-processes", o->skip_processes, "leave out the two-process tests");
+  cmd->add_flag("--no-save", o->no_save,
+                "do not store the best stress for this GPU model (memory-stress cases use it)");
   cmd->callback([&ctx, o] { ctx.action = [o] { return run_litmus(*o); }; });
   return cmd;
 }

@@ -47,6 +47,7 @@ struct StressOptions {
   std::string shrink_time = kDefaultShrinkTime;
   std::string save_failures;
   bool check_determinism = false;
+  std::string mstress = "drawn";  // drawn | all | off
   ReportOptions report;  // --json, -q, -v (no --junit: failures only)
 };
 
@@ -60,6 +61,9 @@ struct ValidStress {
   bool shrink = true;
   ShrinkLimits shrink_limits;
   std::string save_dir;  // "" : no bundles
+  // Memory stress: as random_case draws it (5%), on every eager or pipelined
+  // scenario, or on none.
+  enum class MemoryStressDraw { kDrawn, kAll, kOff } mstress = MemoryStressDraw::kDrawn;
   ReportOptions report;
 };
 
@@ -75,6 +79,13 @@ ValidStress validate_stress_options(const StressOptions& o) {
   validate_report_options(o.report);
   v.config = make_session_config(o.session, o.report, o.world, g);
   v.config.check_determinism = o.check_determinism;
+  if (o.mstress == "all") {
+    v.mstress = ValidStress::MemoryStressDraw::kAll;
+  } else if (o.mstress == "off") {
+    v.mstress = ValidStress::MemoryStressDraw::kOff;
+  } else if (o.mstress != "drawn") {
+    throw UsageError(fmt::format("--mstress {}: must be drawn, all or off", o.mstress));
+  }
   if (o.iterations) {
     if (*o.iterations < 1 || *o.iterations > kMaxIterations) {
       throw UsageError(
@@ -216,7 +227,10 @@ class StressCommand : public RunReportCommand {
   double teardown_s_ = 0;
 
   Case scenario(uint64_t index) const {
-    return random_case(v_.seed, index, v_.config.world, v_.config.geometry);
+    Case c = random_case(v_.seed, index, v_.config.world, v_.config.geometry);
+    if (v_.mstress == ValidStress::MemoryStressDraw::kAll) c.mstress = pressure_allowed(c.mode);
+    if (v_.mstress == ValidStress::MemoryStressDraw::kOff) c.mstress = false;
+    return c;
   }
 
   void print_header(TerminalReporter& term) const {
@@ -368,6 +382,10 @@ CLI::App* add_stress_command(CLI::App& app, CliContext& ctx) {
                   "Write one JSON bundle per failure into this directory (created if needed)");
   sub->add_flag("--check-determinism", opts->check_determinism,
                 "Run each scenario twice; different output bits on any rank is a failure");
+  sub->add_option("--mstress", opts->mstress,
+                  "Memory stress: drawn (on 5% of eager or pipelined scenarios), all (on every "
+                  "one), off (GPU only; replay lines carry it in the case id)")
+      ->capture_default_str();
   add_report_options(
       sub, opts->report,
       {.json = "the failing scenarios and a \"stress\" summary; docs/report-format.md"});

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "errors.h"
+#include "families.h"
 #include "host_mutants.h"
 #include "mutants.h"
 #include "pressure_rule.h"
@@ -212,6 +213,12 @@ std::vector<MutantInfo> mutants_for(const SessionConfig& config) {
       info.name = k.mutants[i];
       info.kind = "plugin";
       info.description = k.mutant_descriptions[i];
+      info.family = declared_family(info.description);
+      info.suite = family_suite(info.family);
+      if (info.family == "memory-stress") {
+        info.kind = "memory-ordering";
+        info.needs_concurrent_ranks = true;
+      }
       out.push_back(std::move(info));
     }
     return out;
@@ -237,6 +244,23 @@ std::vector<MutantInfo> mutants_for(const SessionConfig& config) {
                    std::string(m.suite)});
   }
   return out;
+}
+
+std::string declared_family(const std::string& description) {
+  if (!description.starts_with('[')) return "";
+  const size_t close = description.find(']');
+  if (close == std::string::npos) return "";
+  const std::string name = description.substr(1, close - 1);
+  for (const CaseFamily& f : case_families()) {
+    if (f.name == name) return name;
+  }
+  return "";
+}
+
+std::string family_suite(const std::string& family) {
+  if (family == "sm-pressure") return "pressure";
+  if (family == "memory-stress") return "memstress";
+  return "";
 }
 
 std::string why_not_catchable_here(const MutantInfo& m, const EnvironmentInfo& env) {

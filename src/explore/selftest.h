@@ -51,6 +51,14 @@ struct MutantInfo {
 // kernels/mutants.h, with their kinds).
 std::vector<MutantInfo> mutants_for(const SessionConfig& config);
 
+// A plugin mutant is attributed to a case family by its description starting
+// with "[family-name]" (e.g. "[memory-stress] flags stored relaxed ..."):
+// the family's name, or "" when there is no such prefix or no such family.
+std::string declared_family(const std::string& description);
+// The suite that holds a family's cases when the default suites do not:
+// "pressure" (sm-pressure), "memstress" (memory-stress), else "".
+std::string family_suite(const std::string& family);
+
 // Why a mutant cannot be exposed in this session ("" when it can): ordering
 // mutants need ranks on distinct GPUs (ranks sharing one never observe the
 // reordering), some need ranks that run at once (MPS or distinct GPUs), some a

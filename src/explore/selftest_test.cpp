@@ -12,6 +12,7 @@
 
 #include "errors.h"
 #include "families.h"
+#include "mutants.h"
 #include "pressure_rule.h"
 
 namespace dcp {
@@ -542,6 +543,28 @@ TEST_CASE("the JSON report carries verdicts and the exit code") {
   CHECK(j["mutants"][1]["verdict"] == "SURVIVED");
   CHECK(j["mutants"][0]["strict"]["first_case"] == "case0");
   CHECK(j["mutants"][0]["upstream"]["detected"] == true);
+}
+
+TEST_CASE("selftest: a plugin mutant names its case family by a [family] prefix") {
+  CHECK(declared_family("[memory-stress] flags stored relaxed") == "memory-stress");
+  CHECK(declared_family("[sm-pressure] every block spins") == "sm-pressure");
+  CHECK(declared_family("[no-such-family] x").empty());
+  CHECK(declared_family("flags stored relaxed [memory-stress]").empty());
+  CHECK(declared_family("[memory-stress").empty());
+  CHECK(family_suite("memory-stress") == "memstress");
+  CHECK(family_suite("sm-pressure") == "pressure");
+  CHECK(family_suite("guard-zones").empty());
+}
+
+TEST_CASE("selftest: the memory-ordering mutants are caught by the memory-stress family") {
+  for (const char* name : {"relaxed-ordering", "no-arrival-fence"}) {
+    const GpuMutantInfo* m = find_gpu_mutant(std::string_view(name));
+    REQUIRE(m != nullptr);
+    CHECK(m->kind == "memory-ordering");
+    CHECK(m->family == "memory-stress");
+    CHECK(m->suite == "memstress");
+    CHECK(m->needs_concurrent_ranks);
+  }
 }
 
 }  // namespace dcp

@@ -64,6 +64,7 @@ nlohmann::ordered_json environment_to_json(const EnvironmentInfo& env) {
           {"hostname", env.hostname},
           {"launch_observation", env.launch_observation},
           {"residency_warnings", env.residency_warnings},
+          {"memory_stress", env.memory_stress},
           {"startup_s", env.startup_s},
           {"teardown_s", env.teardown_s},
           {"teardown", {{"workers_s", env.teardown.workers_s},

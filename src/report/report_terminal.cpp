@@ -263,6 +263,12 @@ void TerminalReporter::print_details(const RunReport& report) const {
     fmt::print(out_, "note: ranks share GPUs ({}): they time-slice; correctness holds, "
                "timings mean nothing\n", map);
   }
+  const bool mstress = std::any_of(report.cases.begin(), report.cases.end(), [](const auto& r) {
+    return r.status != CaseStatus::kSkipped && r.scenario && r.scenario->mstress;
+  });
+  if (report.environment && mstress && !report.environment->memory_stress.empty()) {
+    fmt::print(out_, "memory stress: {}\n", report.environment->memory_stress);
+  }
   if (report.environment) {
     for (const std::string& w : report.environment->residency_warnings) {
       fmt::print(out_, "warning: {}\n", w);

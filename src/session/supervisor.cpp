@@ -25,6 +25,7 @@
 #include "errors.h"
 #include "gpu_env.h"
 #include "host_backend.h"
+#include "memory_stress_config.h"
 #include "suites.h"
 #include "supervisor_impl.h"
 #include "version.h"
@@ -101,6 +102,10 @@ void Session::Impl::start() {
   mps = std::make_unique<MpsController>(config.mps, config.backend == BackendKind::kGpu,
                                         config.world, num_gpus, run_dir);
   env.mps_mode = mps->description();
+  if (config.backend == BackendKind::kGpu && !env.gpus.empty()) {
+    env.memory_stress =
+        memory_stress_for(env.gpus[0].name, memory_stress_cache_path()).description;
+  }
   target = run_target(config, env);
   spawn_workers();
   const auto deadline =

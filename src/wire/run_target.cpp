@@ -32,6 +32,9 @@ std::string run_skip_reason(const RunTarget& t, const Case& c) {
   if (c.pressure > 0 && t.host_backend) {
     return "not run: SM pressure needs the GPU backend (the host model has no SMs)";
   }
+  if (c.mstress && t.host_backend) {
+    return "not run: memory stress needs the GPU backend (the host model has no GPU memory system)";
+  }
   if (c.pressure > 0 && !t.pressure_unrunnable.empty()) {
     return "not run: " + t.pressure_unrunnable;
   }

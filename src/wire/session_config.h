@@ -104,6 +104,9 @@ struct EnvironmentInfo {
   // Grids larger than what can be resident at once (launch_diagnosis.h), one
   // per kernel shape, in the order first seen, with the ranks that saw it.
   std::vector<std::string> residency_warnings;
+  // GPU backend: the memory stress the memory-stress cases run on GPU 0's
+  // model (wire/memory_stress_config.h), with where it came from.
+  std::string memory_stress;
 };
 
 // The workers ran as clients of an MPS daemon (a private one, or the user's

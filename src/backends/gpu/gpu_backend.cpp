@@ -56,6 +56,7 @@
 #include "kernel_instance.h"
 #include "mutants.h"
 #include "launch_observer.h"
+#include "memory_stress_host.h"
 #include "sm_pressure_host.h"
 #include "symmetric_memory.h"
 #include "sync_mode.h"
@@ -313,10 +314,13 @@ class GpuBackend final : public RankBackend {
   uint64_t graph_uses_ = 0;
   AllocChurn churn_;  // churn cases: blocks allocated after each capture, holding the canary
   std::unique_ptr<SmPressure> pressure_;  // made by the first pressure case
+  std::unique_ptr<MemoryStress> mstress_;  // made by the first memory-stress case
   // (context, out dtype, LSE dtype, producer) that ran a call before a pressure.
   std::set<std::tuple<int, int, int, int>> pressure_warmed_;
   int inits_ = 0;  // contexts made so far: names each init's exchanges
   void start_pressure(const Case& c, const CallShape& sh, const Batch& batch);
+  // The memory stress of case `c` (none unless c.mstress) for `calls` calls.
+  void kick_memory_stress(const Case& c, int calls);
 };
 
 GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(cfg) {
@@ -911,14 +915,16 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
   if (batch.mode == ExecMode::kEager) {
     for (const CallInputs& in : batch.calls) {
       ensure(sh, eager_buffers_, staging_[0]);
+      kick_memory_stress(c, 1);
       enqueue_call(sh, in, staging_[0], eager_buffers_, stream_for(in.slot), nullptr, &phases);
       wait();
       collect(staging_[0], in);
     }
   } else if (batch.mode == ExecMode::kPipelined) {
     if (pipe_buffers_.size() < n) pipe_buffers_.resize(n);
+    for (size_t i = 0; i < n; ++i) ensure(sh, pipe_buffers_[i], staging_[i]);
+    kick_memory_stress(c, static_cast<int>(n));
     for (size_t i = 0; i < n; ++i) {
-      ensure(sh, pipe_buffers_[i], staging_[i]);
       enqueue_call(sh, batch.calls[i], staging_[i], pipe_buffers_[i],
                    stream_for(batch.calls[i].slot), nullptr, &phases);
     }
@@ -956,6 +962,20 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
   check_churn(batch.out_of_bounds);
   current_ = nullptr;
   return outputs;
+}
+
+void GpuBackend::kick_memory_stress(const Case& c, int calls) {
+  if (!c.mstress) return;
+  DCP_CHECK(pressure_allowed(c.mode), HarnessError,
+            "memory stress needs eager or pipelined batches, not {}", to_string(c.mode));
+  if (mstress_ == nullptr) {
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, cfg_.device), "cudaGetDeviceProperties", false);
+    mstress_ = std::make_unique<MemoryStress>(
+        cfg_.device, cfg_.global_rank, memory_stress_for(prop.name, memory_stress_cache_path()));
+    spdlog::debug("rank {}: {}", cfg_.global_rank, mstress_->note());
+  }
+  mstress_->kick(calls);
 }
 
 // SM pressure (Case::pressure): every buffer of the batch is sized first, since
