@@ -34,10 +34,12 @@ REQUIRED=(
 )
 # Nice to have: e2e_junit_xmllint and e2e_junit_junitparser validate JUnit with
 # them (CTest lists each as skipped, by name, when its validator is missing);
-# Python's own XML parser checks JUnit always.
+# Python's own XML parser checks JUnit always. NumPy: e2e_dump (same rule).
 OPTIONAL=(
   "libxml2-utils:command -v xmllint"
   "python3-junitparser:has_python_module junitparser"
+  # e2e_dump runs docs/dump_check.py on a dump (skipped by name without NumPy).
+  "python3-numpy:has_python_module numpy"
 )
 
 missing_from() {
