@@ -17,11 +17,11 @@ namespace {
 
 TEST_CASE("npy header: magic, version 1.0, length, dict, 64-byte alignment") {
   const std::string h = npy_header(kNpyF4, {3, 4});
-  REQUIRE(h.size() == 64);
+  REQUIRE(h.size() == 128);  // as numpy.save writes it: 10 + 118
   CHECK(h.substr(0, 6) == "\x93NUMPY");
   CHECK(h[6] == '\x01');
   CHECK(h[7] == '\x00');
-  CHECK(static_cast<unsigned char>(h[8]) == 54);  // 64 - 10
+  CHECK(static_cast<unsigned char>(h[8]) == 118);  // 128 - 10
   CHECK(h[9] == '\x00');
   const std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }";
   CHECK(h.substr(10, dict.size()) == dict);
@@ -35,6 +35,9 @@ TEST_CASE("npy header: magic, version 1.0, length, dict, 64-byte alignment") {
   const std::string long_h = npy_header(kNpyU2, {100000, 100000, 100000, 100000, 100000});
   CHECK(long_h.size() % 64 == 0);
   CHECK(long_h.size() == 128);
+  // The header is what NumPy itself writes for the same array: its bytes,
+  // from `np.save(f, np.zeros((3, 4), '<f4'))`, begin with these 10 and the dict.
+  CHECK(h.substr(0, 10) == std::string("\x93NUMPY\x01\x00\x76\x00", 10));
 }
 
 TEST_CASE("write_npy: header then the data, and a size that does not match is refused") {
@@ -44,10 +47,12 @@ TEST_CASE("write_npy: header then the data, and a size that does not match is re
   write_npy(path, kNpyI4, {2}, data);
   std::ifstream in(path, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  REQUIRE(bytes.size() == 64 + 8);
-  CHECK(bytes.substr(0, 64) == npy_header(kNpyI4, {2}));
-  CHECK(bytes[64] == 1);
-  CHECK(bytes[68] == 2);
+  const size_t header = npy_header(kNpyI4, {2}).size();
+  CHECK(header == 128);
+  REQUIRE(bytes.size() == header + 8);
+  CHECK(bytes.substr(0, header) == npy_header(kNpyI4, {2}));
+  CHECK(bytes[header] == 1);
+  CHECK(bytes[header + 4] == 2);
   CHECK_THROWS(write_npy(path, kNpyI4, {3}, data));
   std::remove(path.c_str());
 }

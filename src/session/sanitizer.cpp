@@ -66,7 +66,7 @@ std::string access_in(std::string_view s) {
 }
 
 // Starts a finding when `content` is an error headline, with its tool's kind.
-std::optional<SanitizerFinding> headline(std::string_view content, const std::string& tool) {
+std::optional<SanitizerFinding> record_headline(std::string_view content, const std::string& tool) {
   SanitizerFinding f;
   f.tool = tool;
   f.kind = std::string(content);
@@ -169,7 +169,7 @@ Parsed parse(std::string_view text, const std::string& tool, int rank) {
         out.summary_errors = std::atoi(std::string(l.content.substr(15)).c_str());
         continue;
       }
-      current = headline(l.content, tool);
+      current = record_headline(l.content, tool);
       if (current) {
         current->rank = rank;
         // racecheck names the kernel in the headline itself.

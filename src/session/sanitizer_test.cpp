@@ -164,7 +164,8 @@ TEST_CASE("the argv prefix: tool, error exit code, print limit, API errors off, 
   CHECK(argv[1] == "--tool");
   CHECK(argv[2] == "racecheck");
   CHECK(argv[4] == std::to_string(kSanitizerErrorExitCode));
-  CHECK(argv[8] == "--report-api-errors");
+  CHECK(argv[7] == "--report-api-errors");
+  CHECK(argv[8] == "no");
   CHECK(argv[10] == "/run/s.log");
   CHECK(is_sanitizer_tool("initcheck"));
   CHECK_FALSE(is_sanitizer_tool("leakcheck"));
