@@ -16,7 +16,9 @@ heads of the LSE-weighted combine in float64 (docs/SPEC.md section 1):
 and checks (1) that it agrees with dcp-check's dumped float64 reference
 within dcp-check's own per-element tolerance (the dumped tolerance array),
 and (2) that judging the kernel's output against it gives the same mismatch
-mask dcp-check dumped. bfloat16 is stored as raw bits; see to_float64().
+mask dcp-check dumped; the same for the combined LSE when the kernel emits it
+(m + log2 sum_s 2^(l_s - m), back in the inputs' base; -inf for an all-masked
+row, which must be met exactly). bfloat16 is stored as raw bits; see to_float64().
 """
 import json
 import math
@@ -38,7 +40,9 @@ def load(directory, tensor):
 
 
 def combine(manifest, directory, by_key, rank, op):
-    """This rank's [T, H, D] heads of the combine, float64, from its group's inputs."""
+    """This rank's [T, H, D] heads of the combine and their [T, H] combined LSE
+    (in the inputs' base; -inf where every source is masked), float64, from
+    its group's inputs."""
     w_count, h, d = manifest["dcp_size"], manifest["heads_per_rank"], manifest["head_dim"]
     me = next(r for r in manifest["ranks"] if r["rank"] == rank)
     heads = slice(me["group_rank"] * h, (me["group_rank"] + 1) * h)
@@ -69,7 +73,10 @@ def combine(manifest, directory, by_key, rank, op):
     for s, x in enumerate(values):
         used = weight[s] > 0
         out += np.where(used[..., None], weight[s][..., None] * np.where(used[..., None], x, 0.0), 0.0)
-    return np.where(all_masked[..., None], 0.0, out)
+    lse_out = m_safe + np.log2(np.exp2(lse2 - m_safe).sum(axis=0))
+    if manifest["lse_base"] == "e":
+        lse_out = lse_out * math.log(2)
+    return np.where(all_masked[..., None], 0.0, out), np.where(all_masked, -np.inf, lse_out)
 
 
 def main(argv):
@@ -89,7 +96,7 @@ def main(argv):
     for r in manifest["ranks"]:
         rank = r["rank"]
         for op in sorted({t["op"] for t in r["tensors"]}):
-            mine = combine(manifest, directory, by_key, rank, op)
+            mine, mine_lse = combine(manifest, directory, by_key, rank, op)
             want = load(directory, by_key[(rank, op, "reference")])
             tol = load(directory, by_key[(rank, op, "tolerance")])
             got = load(directory, by_key[(rank, op, "output")])
@@ -111,6 +118,26 @@ def main(argv):
                 problems += 1
                 print(f"  DISAGREE: the mismatch masks differ in {int((bad != dumped_bad).sum())} "
                       "elements")
+            if (rank, op, "combined_lse") in by_key:  # the kernel emits its combined LSE
+                want_lse = load(directory, by_key[(rank, op, "reference_lse")])
+                tol_lse = load(directory, by_key[(rank, op, "tolerance_lse")])
+                got_lse = load(directory, by_key[(rank, op, "combined_lse")])
+                dumped_lse_bad = np.load(directory / by_key[(rank, op, "mismatch_lse")]["file"])
+                masked = mine_lse == -np.inf  # every source masked: exactly -inf
+                lse_off = np.where(masked, want_lse != -np.inf,
+                                   ~(np.abs(np.where(masked, 0, mine_lse - want_lse)) <= tol_lse))
+                lse_bad = np.where(masked, ~(got_lse == -np.inf),
+                                   ~(np.abs(np.where(masked, 0, got_lse - mine_lse)) <= tol_lse))
+                print(f"  combined LSE: {mine_lse.size} rows, mismatches: numpy "
+                      f"{int(lse_bad.sum())}, dcp-check {int(dumped_lse_bad.sum())}")
+                if lse_off.any():
+                    problems += 1
+                    print(f"  DISAGREE: {int(lse_off.sum())} combined-LSE reference rows beyond "
+                          "tolerance")
+                if not np.array_equal(lse_bad, dumped_lse_bad):
+                    problems += 1
+                    print("  DISAGREE: the combined-LSE mismatch masks differ in "
+                          f"{int((lse_bad != dumped_lse_bad).sum())} rows")
     if calls == 0:
         print("dump_check: the manifest lists no call")
         return 1
