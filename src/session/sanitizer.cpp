@@ -147,11 +147,9 @@ struct Parsed {
 
 Parsed parse(std::string_view text, const std::string& tool, int rank) {
   Parsed out;
-  std::optional<SanitizerFinding> current;
-  auto close = [&] {
-    if (current) out.findings.push_back(std::move(*current));
-    current.reset();
-  };
+  // The record being read is out.findings.back() while `open`.
+  bool open = false;
+  auto close = [&] { open = false; };
   size_t pos = 0;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
@@ -169,19 +167,19 @@ Parsed parse(std::string_view text, const std::string& tool, int rank) {
         out.summary_errors = std::atoi(std::string(l.content.substr(15)).c_str());
         continue;
       }
-      current = record_headline(l.content, tool);
-      if (current) {
-        current->rank = rank;
+      if (std::optional<SanitizerFinding> f = record_headline(l.content, tool)) {
+        f->rank = rank;
         // racecheck names the kernel in the headline itself.
         if (const size_t at = l.content.find(" access at "); at != std::string_view::npos) {
-          parse_at(l.content.substr(at + 11), *current);
+          parse_at(l.content.substr(at + 11), *f);
         }
+        out.findings.push_back(std::move(*f));
+        open = true;
       }
       continue;
     }
-    if (current) detail(l.content, *current);
+    if (open) detail(l.content, out.findings.back());
   }
-  close();
   return out;
 }
 
