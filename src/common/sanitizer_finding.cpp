@@ -7,7 +7,11 @@ namespace dcp {
 std::string SanitizerFinding::describe() const {
   std::string out = fmt::format("rank {}: {}: {}", rank, tool, kind);
   out += kernel.empty() ? std::string(" (no kernel named)") : fmt::format(" in kernel '{}'", kernel);
-  if (!location.empty()) out += fmt::format(" at {}", location);
+  if (!location.empty()) {
+    out += fmt::format(" at {}", location);
+  } else if (!kernel.empty()) {
+    out += " (no file:line: the kernel was built without -lineinfo)";
+  }
   if (!address.empty()) {
     out += fmt::format(", address {}", address);
     if (!address_note.empty()) out += " " + address_note;

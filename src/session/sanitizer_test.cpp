@@ -83,6 +83,8 @@ TEST_CASE("memcheck: kernel, access, size, address and where, thread and block")
   CHECK(f[1].access == "write");
   CHECK(f[1].access_size == 16);
   CHECK(f[1].location.empty());
+  CHECK(f[1].describe().find("no file:line: the kernel was built without -lineinfo") !=
+        std::string::npos);
   CHECK(f[1].kernel.find("direct_combine_kernel") != std::string::npos);
   CHECK(f[1].address_note == "is misaligned");
 }
@@ -116,7 +118,7 @@ TEST_CASE("initcheck: an uninitialised read") {
   CHECK(f[0].address == "0x7f2a5e600000");
 }
 
-TEST_CASE("a clean run has no finding; a summary counting unprinted errors is never dropped") {
+TEST_CASE("a clean run has no finding, and a summary counting unprinted errors is never dropped") {
   CHECK(parse_sanitizer_report("========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n",
                                "memcheck", 0)
             .empty());
