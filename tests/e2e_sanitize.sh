@@ -6,8 +6,9 @@
 # report written while the cases run fails the first case (exit 1) with the
 # kernel, access, address, thread and block in the failure and the JSON, and
 # a replay line carrying --sanitize; a report written only at the workers'
-# exit fails the last case (exit 1), never dropped. On a GPU the real tool
-# runs in gpu_sanitize.
+# exit fails the last case (exit 1), never dropped; a sanitizer that cannot
+# start its worker ends the run (exit 3) quoting its log. On a GPU the real
+# tool runs in gpu_sanitize.
 set -u
 BIN=${1:?usage: $0 path/to/dcp-check}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -77,6 +78,10 @@ assert len(last["sanitizer_findings"]) == 2, last["sanitizer_findings"]
 assert all("sanitizer_findings" not in c for c in r["cases"] if c is not last)
 print("ok   JSON: the last case failed by 'sanitizer' (teardown findings)")
 PY
+
+FAKE_START_FAILS=1 \
+  expect 3 "a sanitizer that cannot start its worker" -- "${SMOKE[@]}" --sanitize memcheck
+said "why, from the sanitizer's log" "during start-up; compute-sanitizer's log ends: ========= Error: Target application failed to start"
 
 TOKEN=w2-$("$BIN" list --world 2 --geometry tiny --suite smoke | head -n 1)
 FAKE_REPORT_AT_EXIT=$WORK/report.txt \

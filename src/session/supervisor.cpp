@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <thread>
@@ -42,6 +43,16 @@ uint32_t random_u32() {
 
 std::string join_members(const std::vector<int>& members) {
   return fmt::format("{}", fmt::join(members, ","));
+}
+
+// The last non-blank line of a text file ("" when there is none).
+std::string last_log_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" =\t\r") != std::string::npos) last = line;
+  }
+  return last.substr(0, 300);
 }
 
 }  // namespace
@@ -289,8 +300,11 @@ void Session::Impl::check_startup_failures() const {
   }
   for (const WorkerState& w : workers) {
     if (w.exit) {
-      DCP_THROW(HarnessError, "rank {} (pid {}) {} during start-up", w.rank, w.pid,
-                w.exit->describe());
+      // Under --sanitize the child is compute-sanitizer: its log says why it stopped.
+      const std::string tail = w.sanitizer_log ? last_log_line(w.sanitizer_log->path()) : "";
+      DCP_THROW(HarnessError, "rank {} (pid {}) {} during start-up{}", w.rank, w.pid,
+                w.exit->describe(),
+                tail.empty() ? "" : fmt::format("; compute-sanitizer's log ends: {}", tail));
     }
     if (w.channel && w.channel->eof()) {
       DCP_THROW(HarnessError, "rank {} (pid {}) closed its connection during start-up", w.rank,
