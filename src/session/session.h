@@ -47,7 +47,8 @@ class Session {
   // how long each part took; later calls return the same times.
   ShutdownTimes shut_down();
   // --sanitize: findings the workers' sanitizers reported only at their
-  // teardown (after shut_down(); run_case attaches the others to their case).
+  // teardown, or read while a case was skipped (after shut_down(); run_case
+  // attaches the others to their case).
   // The caller reports them against the last case it ran.
   const std::vector<SanitizerFinding>& late_findings() const;
   const EnvironmentInfo& environment() const;

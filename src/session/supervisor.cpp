@@ -70,7 +70,14 @@ CaseResult Session::run_case(const Case& c, const std::string& suite,
   const auto start = SupervisorClock::now();
   CaseResult r = impl_->run_case(c, suite, upcoming);
   impl_->collect_launch_notes();
-  if (!impl_->config.sanitize_tool.empty()) add_sanitizer_findings(r, impl_->read_sanitizer_logs(false));
+  if (!impl_->config.sanitize_tool.empty()) {
+    std::vector<SanitizerFinding> found = impl_->read_sanitizer_logs(false);
+    if (r.status != CaseStatus::kSkipped) {
+      add_sanitizer_findings(r, found);
+    } else {  // it never ran (a dead session): the last case that ran gets them
+      impl_->late_findings.insert(impl_->late_findings.end(), found.begin(), found.end());
+    }
+  }
   r.wall_ms = std::chrono::duration<double, std::milli>(SupervisorClock::now() - start).count();
   return r;
 }
