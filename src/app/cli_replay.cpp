@@ -1,16 +1,16 @@
 // `dcp-check replay <token>`: rerun exactly one case (same inputs, same call
 // sequence) in a fresh session; with --repeat K, tell flaky from deterministic
 // by counting failed runs and comparing every rank's output hash across runs.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <memory>
 #include <optional>
 
-#include <fmt/format.h>
-
 #include "cli.h"
 #include "cli_common.h"
-#include "dump_manifest.h"
 #include "command_lifecycle.h"
+#include "dump_manifest.h"
 #include "options.h"
 #include "run_report_command.h"
 #include "shrink_runner.h"
@@ -80,15 +80,17 @@ class ReplayCommand : public RunReportCommand {
     session.shut_down(&shutdown_s);  // the sanitizer's last words come at the teardown
     add_late_sanitizer_findings(life.term(), session.late_findings());
     if (!v_.config.dump_dir.empty() && !report_.cases.empty()) {
-      const auto m = write_dump_manifest(v_.config.dump_dir, v_.config, v_.the_case,
-                                         report_.cases.back());
+      const auto m =
+          write_dump_manifest(v_.config.dump_dir, v_.config, v_.the_case, report_.cases.back());
       size_t tensors = 0;
       for (const auto& rank : m["ranks"]) tensors += rank["tensors"].size();
       life.term().info(fmt::format(
           "dump: {} tensors of {} ranks in {}/manifest.json{} (docs/dump_check.py recomputes the "
           "combine from them)",
           tensors, m["ranks"].size(), v_.config.dump_dir,
-          m["missing_ranks"].empty() ? "" : fmt::format(", ranks {} missing", m["missing_ranks"].dump())));
+          m["missing_ranks"].empty()
+              ? ""
+              : fmt::format(", ranks {} missing", m["missing_ranks"].dump())));
     }
   }
 

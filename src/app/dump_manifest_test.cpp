@@ -17,7 +17,10 @@ TEST_CASE("manifest: fragments merged, removed, missing ranks named") {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("dcp-manifest-" + std::to_string(getpid()));
   fs::create_directories(dir);
-  { std::ofstream(dir / "rank1.json") << R"({"rank": 1, "group_rank": 1, "tensors": [{"name": "output"}]})"; }
+  {
+    std::ofstream(dir / "rank1.json")
+        << R"({"rank": 1, "group_rank": 1, "tensors": [{"name": "output"}]})";
+  }
   { std::ofstream(dir / "rank0.json") << R"({"rank": 0, "group_rank": 0, "tensors": []})"; }
   SessionConfig config;
   config.world = 4;

@@ -1,6 +1,7 @@
 #include "options.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,12 +14,9 @@
 #include <iterator>
 #include <utility>
 
-#include <fmt/format.h>
-
-#include "kernel_plugin.h"
-
 #include "errors.h"
 #include "geometry.h"
+#include "kernel_plugin.h"
 #include "replay.h"
 #include "sanitizer.h"
 #include "selftest.h"
@@ -321,18 +319,20 @@ void apply_sanitize_option(const SessionOptions& opts, SessionConfig& config) {
     usage("--sanitize needs --backend gpu: the host backend runs no GPU code to sanitize");
   }
   if (opts.mps == "on") {
-    usage("--sanitize with --mps on cannot run: compute-sanitizer does not support MPS clients "
-          "(use --mps off or auto; under --sanitize auto runs without MPS)");
+    usage(
+        "--sanitize with --mps on cannot run: compute-sanitizer does not support MPS clients "
+        "(use --mps off or auto; under --sanitize auto runs without MPS)");
   }
   const std::optional<std::string> path = find_compute_sanitizer();
   if (!path) {
-    usage("--sanitize: compute-sanitizer not found ($DCP_COMPUTE_SANITIZER, $PATH, "
-          "/usr/local/cuda/bin): install the CUDA toolkit's compute-sanitizer");
+    usage(
+        "--sanitize: compute-sanitizer not found ($DCP_COMPUTE_SANITIZER, $PATH, "
+        "/usr/local/cuda/bin): install the CUDA toolkit's compute-sanitizer");
   }
   config.sanitize_tool = opts.sanitize;
   config.sanitizer_path = *path;
-  config.mps = MpsMode::kOff;           // said in the header (cli_common.h sanitize_note)
-  config.observe_launches = false;      // CUPTI and the sanitizer cannot both attach
+  config.mps = MpsMode::kOff;       // said in the header (cli_common.h sanitize_note)
+  config.observe_launches = false;  // CUPTI and the sanitizer cannot both attach
 }
 
 void add_sanitize_option(CLI::App* app, SessionOptions& opts) {

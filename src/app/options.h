@@ -56,7 +56,7 @@ struct SessionOptions {
   std::string inject_fault;      // hidden, test only: KIND:RANK:CASE:OP
   std::string mutant;            // hidden, test only: a known-broken kernel variant (name or id),
                                  // so a stress/replay/shrink demo has a real bug to find
-  std::string sanitize;          // run, replay: memcheck | racecheck | synccheck | initcheck ("" none)
+  std::string sanitize;  // run, replay: memcheck | racecheck | synccheck | initcheck ("" none)
 };
 
 // Report files and verbosity, for every command that has them.

@@ -1,18 +1,17 @@
 #include "options.h"
 
+#include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
-#include <doctest/doctest.h>
-
 #include "errors.h"
-#include "usage_message_for_tests.h"
 #include "geometry.h"
 #include "replay.h"
 #include "suites.h"
+#include "usage_message_for_tests.h"
 
 namespace dcp {
 namespace {
@@ -274,16 +273,18 @@ TEST_CASE("--sanitize: refused where it cannot run, exit 2 with the reason") {
   SessionOptions s;
   s.backend = "host";
   s.sanitize = "memcheck";
-  CHECK(usage_message([&] { make_session_config(s, {}, 2, *find_geometry("tiny")); })
-            .find("needs --backend gpu") != std::string::npos);
+  CHECK(usage_message([&] {
+          make_session_config(s, {}, 2, *find_geometry("tiny"));
+        }).find("needs --backend gpu") != std::string::npos);
   s.backend = "gpu";
   s.mps = "on";
-  CHECK(usage_message([&] { make_session_config(s, {}, 2, *find_geometry("tiny")); })
-            .find("MPS") != std::string::npos);
+  CHECK(usage_message([&] { make_session_config(s, {}, 2, *find_geometry("tiny")); }).find("MPS") !=
+        std::string::npos);
   s.mps = "auto";
   s.sanitize = "leakcheck";
-  CHECK(usage_message([&] { make_session_config(s, {}, 2, *find_geometry("tiny")); })
-            .find("--sanitize 'leakcheck'") != std::string::npos);
+  CHECK(usage_message([&] {
+          make_session_config(s, {}, 2, *find_geometry("tiny"));
+        }).find("--sanitize 'leakcheck'") != std::string::npos);
 }
 
 TEST_CASE("replay --dump: one run, an empty or new directory") {
@@ -293,8 +294,8 @@ TEST_CASE("replay --dump: one run, an empty or new directory") {
   ReplayOptions o;
   o.token = format_replay_token(2, build_suite("smoke", so).front());
   o.session.backend = "host";
-  const std::string dir = std::filesystem::temp_directory_path() /
-                          ("dcp-dump-opt-" + std::to_string(::getpid()));
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("dcp-dump-opt-" + std::to_string(::getpid()));
   o.dump_dir = dir;
   o.repeat = 2;
   CHECK(usage_message([&] { validate_replay_options(o); }).find("--repeat") != std::string::npos);

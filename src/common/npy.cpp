@@ -1,11 +1,11 @@
 #include "npy.h"
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "errors.h"
 
@@ -33,11 +33,13 @@ std::string npy_header(const NpyType& type, const std::vector<int64_t>& shape) {
 
 void write_npy(const std::string& path, const NpyType& type, const std::vector<int64_t>& shape,
                std::span<const uint8_t> data) {
-  static_assert(std::endian::native == std::endian::little, ".npy dumps assume a little-endian host");
+  static_assert(std::endian::native == std::endian::little,
+                ".npy dumps assume a little-endian host");
   int64_t elems = 1;
   for (int64_t d : shape) elems *= d;
   DCP_CHECK(static_cast<size_t>(elems) * static_cast<size_t>(type.bytes) == data.size(),
-            HarnessError, "{}: {} bytes for {} elements of {}", path, data.size(), elems, type.descr);
+            HarnessError, "{}: {} bytes for {} elements of {}", path, data.size(), elems,
+            type.descr);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   const std::string header = npy_header(type, shape);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));

@@ -6,7 +6,8 @@ namespace dcp {
 
 std::string SanitizerFinding::describe() const {
   std::string out = fmt::format("rank {}: {}: {}", rank, tool, kind);
-  out += kernel.empty() ? std::string(" (no kernel named)") : fmt::format(" in kernel '{}'", kernel);
+  out +=
+      kernel.empty() ? std::string(" (no kernel named)") : fmt::format(" in kernel '{}'", kernel);
   if (!location.empty()) {
     out += fmt::format(" at {}", location);
   } else if (!kernel.empty()) {
@@ -24,11 +25,16 @@ std::string SanitizerFinding::describe() const {
 }
 
 void to_json(nlohmann::json& j, const SanitizerFinding& f) {
-  j = {{"tool", f.tool},         {"kind", f.kind},
-       {"kernel", f.kernel},     {"access", f.access},
-       {"access_size", f.access_size}, {"address", f.address},
-       {"address_note", f.address_note}, {"location", f.location},
-       {"thread", f.thread},     {"block", f.block},
+  j = {{"tool", f.tool},
+       {"kind", f.kind},
+       {"kernel", f.kernel},
+       {"access", f.access},
+       {"access_size", f.access_size},
+       {"address", f.address},
+       {"address_note", f.address_note},
+       {"location", f.location},
+       {"thread", f.thread},
+       {"block", f.block},
        {"rank", f.rank}};
 }
 

@@ -1,6 +1,7 @@
 #include "sanitizer.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,8 +9,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "supervisor_process.h"
 
@@ -88,8 +87,8 @@ std::optional<SanitizerFinding> record_headline(std::string_view content, const 
     f.access = "api";
     return f;
   }
-  for (std::string_view p : {"Malloc", "Free", "Hardware exception", "Illegal ", "Leaked ",
-                             "Cuda ", "Device-side ", "Unused memory"}) {
+  for (std::string_view p : {"Malloc", "Free", "Hardware exception", "Illegal ", "Leaked ", "Cuda ",
+                             "Device-side ", "Unused memory"}) {
     if (content.starts_with(p)) return f;
   }
   return std::nullopt;
@@ -125,8 +124,8 @@ void detail(std::string_view content, SanitizerFinding& f) {
   } else if (content.starts_with("by thread ")) {
     // "by thread (0,0,0) in block (3,0,0)"
     const size_t in = content.find(" in block ");
-    f.thread = std::string(trim(content.substr(10, in == std::string_view::npos ? content.npos
-                                                                               : in - 10)));
+    f.thread = std::string(
+        trim(content.substr(10, in == std::string_view::npos ? content.npos : in - 10)));
     if (in != std::string_view::npos) f.block = std::string(trim(content.substr(in + 10)));
   } else if (content.starts_with("Address ")) {
     std::string_view rest = content.substr(8);
@@ -187,9 +186,10 @@ SanitizerFinding unparsed_finding(const std::string& tool, int rank, int counted
   SanitizerFinding f;
   f.tool = tool;
   f.rank = rank;
-  f.kind = parsed == 0 ? fmt::format("{} error{} counted by the sanitizer's summary, none printed "
-                                     "in a form dcp-check reads (see the sanitizer's log)",
-                                     counted, counted == 1 ? "" : "s")
+  f.kind = parsed == 0 ? fmt::format(
+                             "{} error{} counted by the sanitizer's summary, none printed "
+                             "in a form dcp-check reads (see the sanitizer's log)",
+                             counted, counted == 1 ? "" : "s")
                        : fmt::format("{} more error{} counted but not printed (--print-limit {})",
                                      counted - parsed, counted - parsed == 1 ? "" : "s",
                                      kSanitizerPrintLimit);
@@ -217,19 +217,12 @@ std::optional<std::string> find_compute_sanitizer() {
 std::vector<std::string> sanitizer_argv_prefix(const std::string& sanitizer_path,
                                                const std::string& tool,
                                                const std::string& log_file) {
-  return {sanitizer_path,
-          "--tool",
-          tool,
-          "--error-exitcode",
-          std::to_string(kSanitizerErrorExitCode),
-          "--print-limit",
+  return {sanitizer_path, "--tool", tool, "--error-exitcode",
+          std::to_string(kSanitizerErrorExitCode), "--print-limit",
           std::to_string(kSanitizerPrintLimit),
           // The harness checks every CUDA call it makes itself; the sanitizer
           // would also report the ones it makes on purpose (probes, injected faults).
-          "--report-api-errors",
-          "no",
-          "--log-file",
-          log_file};
+          "--report-api-errors", "no", "--log-file", log_file};
 }
 
 std::vector<SanitizerFinding> parse_sanitizer_report(std::string_view text, const std::string& tool,

@@ -130,9 +130,9 @@ TEST_CASE("a clean run has no finding, and a summary counting unprinted errors i
   REQUIRE(f.size() == 1);
   CHECK(f[0].kind.starts_with("3 errors counted"));
   CHECK(f[0].rank == 2);
-  const auto g = parse_sanitizer_report(std::string(kInitcheck).replace(
-                                            std::string(kInitcheck).find("1 error"), 7, "5 errors"),
-                                        "initcheck", 0);
+  const auto g = parse_sanitizer_report(
+      std::string(kInitcheck).replace(std::string(kInitcheck).find("1 error"), 7, "5 errors"),
+      "initcheck", 0);
   REQUIRE(g.size() == 2);
   CHECK(g[1].kind.starts_with("4 more errors counted but not printed"));
 }

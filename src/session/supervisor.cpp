@@ -258,9 +258,10 @@ std::vector<SanitizerFinding> Session::Impl::read_sanitizer_logs(bool final) noe
         SanitizerFinding f;
         f.tool = config.sanitize_tool;
         f.rank = w.rank;
-        f.kind = fmt::format("compute-sanitizer exited with status {} (it found errors) but its "
-                             "log {} holds no report dcp-check could read",
-                             kSanitizerErrorExitCode, w.sanitizer_log->path());
+        f.kind = fmt::format(
+            "compute-sanitizer exited with status {} (it found errors) but its "
+            "log {} holds no report dcp-check could read",
+            kSanitizerErrorExitCode, w.sanitizer_log->path());
         ++w.sanitizer_findings;
         out.push_back(std::move(f));
       }

@@ -252,16 +252,16 @@ std::optional<CaseFailure> Session::Impl::find_failure(
     std::string note = fmt::format("rank {} made no progress for {:.1f} s ({}){}{}", w.rank,
                                    silent_s, op_text(w.last_op), inside_kernel_note(),
                                    init_fault_note(c));
-    std::string cause = errored_peers
-                            ? fmt::format("{}; no result {:.1f} s after a peer reported a fault",
-                                          note, seconds_since(*first_error))
-                            : fmt::format("hang: {}; per-call deadline --timeout {} s{} + {} s grace",
-                                          note, config.timeout_s,
-                                          config.sanitize_tool.empty()
-                                              ? ""
-                                              : fmt::format(" x{} under --sanitize",
-                                                            kSanitizedTimeoutScale),
-                                          kDeadlineGraceS);
+    std::string cause =
+        errored_peers
+            ? fmt::format("{}; no result {:.1f} s after a peer reported a fault", note,
+                          seconds_since(*first_error))
+            : fmt::format("hang: {}; per-call deadline --timeout {} s{} + {} s grace", note,
+                          config.timeout_s,
+                          config.sanitize_tool.empty()
+                              ? ""
+                              : fmt::format(" x{} under --sanitize", kSanitizedTimeoutScale),
+                          kDeadlineGraceS);
     return CaseFailure{cause, FailureKind::kHang, w.rank, note, /*hang=*/true};
   }
   return std::nullopt;

@@ -1,10 +1,10 @@
 #include "case_dump.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "errors.h"
 #include "generator.h"
@@ -52,10 +52,15 @@ class RankDump {
            const std::vector<int64_t>& logical_strides = {}) {
     const std::string file = fmt::format("rank{}_op{}_{}.npy", rank_, op, role);
     write_npy(dir_ + "/" + file, type, shape, data);
-    json t = {{"name", role},          {"file", file},        {"rank", rank_},
-              {"op", op},              {"call_tokens", call_tokens},
-              {"dtype", dtype},        {"npy_dtype", type.descr},
-              {"shape", shape},        {"strides", c_strides(shape)}};
+    json t = {{"name", role},
+              {"file", file},
+              {"rank", rank_},
+              {"op", op},
+              {"call_tokens", call_tokens},
+              {"dtype", dtype},
+              {"npy_dtype", type.descr},
+              {"shape", shape},
+              {"strides", c_strides(shape)}};
     if (!logical.empty()) {
       t["logical_shape"] = logical;
       t["logical_strides"] = logical_strides;  // elements, into the stored array
@@ -101,9 +106,8 @@ json dump_rank_case(const std::string& dir, const Case& c, const BackendConfig& 
     }
     // The kernel's output, and the checker's reference, tolerance and verdict.
     const size_t n = static_cast<size_t>(T) * H * D;
-    DCP_CHECK(call.output.size() == n * static_cast<size_t>(format_bytes(out_format)),
-              HarnessError, "dump: op {} output has {} bytes for {} elements", op,
-              call.output.size(), n);
+    DCP_CHECK(call.output.size() == n * static_cast<size_t>(format_bytes(out_format)), HarnessError,
+              "dump: op {} output has {} bytes for {} elements", op, call.output.size(), n);
     out.add("output", op, T, out_type, out_dtype, {T, H, D}, call.output);
     std::vector<double> want(n), tol(n);
     std::vector<uint8_t> bad(n);
@@ -135,7 +139,8 @@ json dump_rank_case(const std::string& dir, const Case& c, const BackendConfig& 
           std::memcpy(&g32, call.lse.data() + sizeof(float) * row, sizeof g32);
           lse_want[row] = b.want;
           lse_tol[row] = b.tol;
-          lse_bad[row] = r.weights.all_masked ? !(g32 == b.want) : !(std::fabs(g32 - b.want) <= b.tol);
+          lse_bad[row] =
+              r.weights.all_masked ? !(g32 == b.want) : !(std::fabs(g32 - b.want) <= b.tol);
         }
       }
     }

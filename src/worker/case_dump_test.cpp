@@ -25,7 +25,8 @@ std::string read_all(const std::filesystem::path& p) {
 // The data after a .npy header (its length at bytes 8-9, little-endian).
 std::string npy_data(const std::filesystem::path& p) {
   const std::string b = read_all(p);
-  const size_t header = 10 + static_cast<unsigned char>(b[8]) + 256u * static_cast<unsigned char>(b[9]);
+  const size_t header =
+      10 + static_cast<unsigned char>(b[8]) + 256u * static_cast<unsigned char>(b[9]);
   return b.substr(header);
 }
 

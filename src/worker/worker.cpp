@@ -5,14 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <map>
 #include <memory>
-#include <deque>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -26,9 +26,9 @@
 #include "group_barrier.h"
 #include "host_backend.h"
 #include "impl_agreement.h"
+#include "launch_observer.h"
 #include "socket_channel.h"
 #include "socket_rendezvous.h"
-#include "launch_observer.h"
 #include "status_board.h"
 #include "worker_bench.h"
 #include "worker_protocol.h"
@@ -287,8 +287,8 @@ RankCaseResult Worker::run_case_all_impls(const Case& c, int case_index, const s
 // replay --dump: this rank's tensors of the kernel under test (the calls it
 // ran, a failed case's too). A dump that cannot be written is the harness's
 // failure, never hiding the kernel's own verdict.
-void Worker::dump_case(const Case& c, const std::string& kernel,
-                       const std::vector<KeptCall>& calls, RankCaseResult& result) {
+void Worker::dump_case(const Case& c, const std::string& kernel, const std::vector<KeptCall>& calls,
+                       RankCaseResult& result) {
   try {
     auto [bc, backend] = backend_for(c, kernel);
     dump_rank_case(config_.session.dump_dir, c, *bc, calls, config_.session.profile);
