@@ -1,16 +1,16 @@
 // `dcp-check replay <token>`: rerun exactly one case (same inputs, same call
 // sequence) in a fresh session; with --repeat K, tell flaky from deterministic
 // by counting failed runs and comparing every rank's output hash across runs.
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "cli.h"
 #include "cli_common.h"
-#include "command_lifecycle.h"
 #include "dump_manifest.h"
+#include "command_lifecycle.h"
 #include "options.h"
 #include "run_report_command.h"
 #include "shrink_runner.h"

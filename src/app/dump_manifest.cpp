@@ -1,10 +1,10 @@
 #include "dump_manifest.h"
 
-#include <fmt/format.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+
+#include <fmt/format.h>
 
 #include "errors.h"
 #include "report_file.h"

@@ -1,7 +1,6 @@
 #include "options.h"
 
 #include <fcntl.h>
-#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,9 +13,12 @@
 #include <iterator>
 #include <utility>
 
+#include <fmt/format.h>
+
+#include "kernel_plugin.h"
+
 #include "errors.h"
 #include "geometry.h"
-#include "kernel_plugin.h"
 #include "replay.h"
 #include "sanitizer.h"
 #include "selftest.h"

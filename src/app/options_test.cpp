@@ -1,17 +1,18 @@
 #include "options.h"
 
-#include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
+#include <doctest/doctest.h>
+
 #include "errors.h"
+#include "usage_message_for_tests.h"
 #include "geometry.h"
 #include "replay.h"
 #include "suites.h"
-#include "usage_message_for_tests.h"
 
 namespace dcp {
 namespace {

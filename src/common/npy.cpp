@@ -1,11 +1,11 @@
 #include "npy.h"
 
-#include <fmt/format.h>
-
 #include <bit>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+
+#include <fmt/format.h>
 
 #include "errors.h"
 

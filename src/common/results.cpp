@@ -1,9 +1,9 @@
 #include "results.h"
 
-#include <fmt/format.h>
-
 #include <cmath>
 #include <limits>
+
+#include <fmt/format.h>
 
 namespace dcp {
 namespace {

@@ -1,7 +1,6 @@
 #include "sanitizer.h"
 
 #include <fcntl.h>
-#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +8,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "supervisor_process.h"
 

@@ -1,10 +1,10 @@
 #include "case_dump.h"
 
-#include <fmt/format.h>
-
 #include <cmath>
 #include <cstring>
 #include <fstream>
+
+#include <fmt/format.h>
 
 #include "errors.h"
 #include "generator.h"

@@ -5,14 +5,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cstdio>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <deque>
 #include <map>
 #include <memory>
+#include <deque>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -26,9 +26,9 @@
 #include "group_barrier.h"
 #include "host_backend.h"
 #include "impl_agreement.h"
-#include "launch_observer.h"
 #include "socket_channel.h"
 #include "socket_rendezvous.h"
+#include "launch_observer.h"
 #include "status_board.h"
 #include "worker_bench.h"
 #include "worker_protocol.h"
