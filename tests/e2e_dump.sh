@@ -24,6 +24,7 @@ if [[ -z $PY ]]; then
 fi
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
+# shellcheck source=tests/expect_lib.bash
 source "$HERE/expect_lib.bash"
 
 pick() {  # pick REGEX: the first smoke/default case id at world 2 (tiny) matching REGEX
@@ -106,8 +107,11 @@ PY
 if "$PY" "$SCRIPT" "$WORK/model" >"$WORK/tampered.check" 2>&1; then
   fail "dump_check.py passed a tampered reference"
 else
-  grep -q "DISAGREE" "$WORK/tampered.check" && echo "ok   a tampered reference is caught" ||
+  if grep -q "DISAGREE" "$WORK/tampered.check"; then
+    echo "ok   a tampered reference is caught"
+  else
     fail "tampered: no DISAGREE line"
+  fi
 fi
 
 expect 2 "--dump with --repeat 2" -- replay "w2-$BASE_E" --backend host --dump "$WORK/r" --repeat 2

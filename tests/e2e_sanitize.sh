@@ -15,10 +15,15 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 FAKE=$HERE/data/fake-compute-sanitizer.sh
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
+# shellcheck source=tests/expect_lib.bash
 source "$HERE/expect_lib.bash"
 said() {  # said WHAT REGEX: stderr or stdout of the last run matches
-  grep -Eq -- "$2" "$WORK/err" "$WORK/out" && echo "ok   says $1" ||
-    { fail "does not say $1 (/$2/)"; tail -n 5 "$WORK/err" "$WORK/out"; }
+  if grep -Eq -- "$2" "$WORK/err" "$WORK/out"; then
+    echo "ok   says $1"
+  else
+    fail "does not say $1 (/$2/)"
+    tail -n 5 "$WORK/err" "$WORK/out"
+  fi
 }
 
 expect 2 "--sanitize on the host backend" -- --world 2 --suite smoke --backend host --sanitize memcheck
