@@ -37,7 +37,7 @@ expect_rc mutant 1 "read-far-past-input under memcheck fails its case" &&
     "memcheck: Invalid __global__ read of size 4 bytes in kernel '[^']*direct_dispatch_kernel" \
     'address 0x[0-9a-f]+ is out of bounds' 'by thread \([0-9]+,[0-9]+,[0-9]+\) in block' \
     'dcp-check replay w2-.* --sanitize memcheck'
-python3 - "$WORK/mutant.json" <<'PY' && pass "mutant JSON: failure 'sanitizer' with the finding" ||
+if python3 - "$WORK/mutant.json" <<'PY'; then
 import json, sys
 r = json.load(open(sys.argv[1]))
 c = r["cases"][0]
@@ -45,7 +45,10 @@ assert c["failure_type"] == "sanitizer", c["failure_type"]
 f = c["sanitizer_findings"][0]
 assert f["tool"] == "memcheck" and f["access"] == "read" and "direct_dispatch_kernel" in f["kernel"], f
 PY
+  pass "mutant JSON: failure 'sanitizer' with the finding"
+else
   fail "mutant JSON lacks the finding"
+fi
 
 run_dcp mutant-bare 300 replay "$TOKEN" --mutant read-far-past-input
 echo "without the sanitizer read-far-past-input exits $RC: $(grep -E '^(PASS|FAIL)' "$WORK/mutant-bare.out" | tail -n 1)"
