@@ -12,7 +12,12 @@
 #   plugin's hangs diagnosed, residency warnings, --against, the tracing cost;
 #   litmus = weak-memory litmus tests with and without memory stress (--mps off, on);
 #   memstress = the memory-stress family, its mutants in selftest, its cost in stress;
-#   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md).
+#   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md);
+#   sanitize = every worker under compute-sanitizer: the built-in kernel and the
+#   example plugin pass memcheck at --world 2, the read-far-past-input mutant
+#   is reported by memcheck (kernel, access), the other tools on the smoke
+#   suite, what is refused, and the overhead (wall time with and without);
+#   dump = replay --dump of a GPU case, reloaded by docs/dump_check.py (NumPy).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 
@@ -230,6 +235,54 @@ step_memstress() {
   done
 }
 
+# Issue 33: compute-sanitizer on every worker. Wall times with and without
+# the sanitizer are in the summary (docs/results: the overhead).
+step_sanitize() {
+  local dir=$BUILD_DIR/example-plugin token tool
+  cmake -S kernels/example_plugin -B "$dir" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 \
+    >"$OUT/plugin-build.log" 2>&1 && cmake --build "$dir" -j"$(nproc)" >>"$OUT/plugin-build.log" 2>&1
+  local ex=$dir/libdcp_example_plugin.so
+  # SANITIZE_SUITE=default for the whole default suite (minutes under memcheck).
+  local suite=${SANITIZE_SUITE:-smoke}
+  run_expect "$suite w2 bare" 0 --world 2 --suite "$suite"
+  run_expect "$suite w2 memcheck" 0 --world 2 --suite "$suite" --sanitize memcheck \
+    --json "$OUT/sanitize-$suite.json"
+  run_expect "plugin $suite w2 bare" 0 --world 2 --suite "$suite" --kernel "$ex"
+  run_expect "plugin $suite w2 memcheck" 0 --world 2 --suite "$suite" --kernel "$ex" \
+    --sanitize memcheck
+  for tool in racecheck synccheck initcheck; do
+    run_expect "smoke w2 $tool" 0 --world 2 --suite smoke --sanitize "$tool"
+    grep -E '^      compute-sanitizer' "$OUT/smoke_w2_$tool.log" | cut -c1-300 | head -n 4
+  done
+  token=w2-$("$BIN" list --world 2 --suite smoke | head -n 1)
+  run_expect "read-far-past-input memcheck" 1 replay "$token" --sanitize memcheck \
+    --mutant read-far-past-input --json "$OUT/sanitize-mutant.json"
+  grep -E "compute-sanitizer|memcheck: " "$OUT/read-far-past-input_memcheck.log" | cut -c1-400 | head -n 6
+  grep -q "memcheck: Invalid __global__ read of size 4 bytes in kernel '[^']*direct_dispatch_kernel" \
+    "$OUT/read-far-past-input_memcheck.log"
+  record "mutant: memcheck names kernel and access" $? 0
+  run_expect "read-far-past-input bare" 1 replay "$token" --mutant read-far-past-input
+  run_expect "sanitize with mps on refused" 2 --world 2 --suite smoke --sanitize memcheck --mps on
+  # The overhead, for docs/results: the wall times in the summary above
+  # ("smoke w2 bare" against "smoke w2 memcheck", the plugin's likewise).
+}
+
+# Issue 33: a GPU case's tensors as .npy, recomputed by NumPy (docs/dump_check.py).
+step_dump() {
+  local token dir=$OUT/dump rc py=python3 start=$SECONDS
+  [[ -x /opt/torch/.venv/bin/python ]] && py=/opt/torch/.venv/bin/python
+  rm -rf "$dir"
+  token=w2-$("$BIN" list --world 2 --geometry kimi | grep -E -- '-empty(one|random)-' | head -n 1)
+  run_expect "replay --dump kimi" 0 replay "$token" --dump "$dir"
+  "$py" docs/dump_check.py "$dir" >"$OUT/dump_check.log" 2>&1
+  rc=$?
+  tail -n 4 "$OUT/dump_check.log"
+  record "dump_check.py on a GPU dump" "$rc" $((SECONDS - start)) "$(tail -n 1 "$OUT/dump_check.log" | cut -c1-120)"
+  "$py" -c "import torch, numpy, json, sys; d='$dir'; m=json.load(open(d+'/manifest.json')); t=m['ranks'][0]['tensors'][0]; print('torch.from_numpy:', t['file'], tuple(torch.from_numpy(numpy.load(d+'/'+t['file'])).shape))" \
+    >>"$OUT/dump_check.log" 2>&1 && tail -n 1 "$OUT/dump_check.log"
+  rm -rf "$dir"  # large: kept out of what $OUT brings back
+}
+
 # The benchmark of docs/results (throughput): each run's JSON, then the table.
 step_perf() {
   local start=$SECONDS rc
@@ -248,8 +301,8 @@ step_perf() {
 
 for s in "${steps[@]}"; do
   case $s in
-    build | unit | test | demo | plugin | families | pressure | observe | litmus | memstress | perf) ;;
-    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure observe litmus memstress perf)" >&2; exit 2 ;;
+    build | unit | test | demo | plugin | families | pressure | observe | litmus | memstress | perf | sanitize | dump) ;;
+    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure observe litmus memstress perf sanitize dump)" >&2; exit 2 ;;
   esac
 done
 
@@ -267,6 +320,8 @@ for s in "${steps[@]}"; do
     litmus) step_litmus ;;
     memstress) step_memstress ;;
     perf) step_perf ;;
+    sanitize) step_sanitize ;;
+    dump) step_dump ;;
   esac
 done
 

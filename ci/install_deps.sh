@@ -34,10 +34,12 @@ REQUIRED=(
 )
 # Nice to have: e2e_junit_xmllint and e2e_junit_junitparser validate JUnit with
 # them (CTest lists each as skipped, by name, when its validator is missing);
-# Python's own XML parser checks JUnit always.
+# Python's own XML parser checks JUnit always. NumPy: e2e_dump (same rule).
 OPTIONAL=(
   "libxml2-utils:command -v xmllint"
   "python3-junitparser:has_python_module junitparser"
+  # e2e_dump runs docs/dump_check.py on a dump (skipped by name without NumPy).
+  "python3-numpy:has_python_module numpy"
 )
 
 missing_from() {
@@ -75,7 +77,22 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   }
 fi
 # Optional packages ride along only when apt runs anyway: a machine that has
-# every required tool may have no network (the GPU hosts), so apt stays untouched.
+# every required tool may have no network (the GPU hosts), so apt stays untouched,
+# unless DCP_INSTALL_OPTIONAL=1 (ci/test.sh, CI) asks for them; a failure there
+# is a note, not an error (the tests needing them are skipped by name).
+if [[ ${DCP_INSTALL_OPTIONAL:-0} == 1 && ${#optional[@]} -gt 0 ]] && command -v apt-get >/dev/null 2>&1; then
+  log "installing optional ${optional[*]} (DCP_INSTALL_OPTIONAL=1)"
+  if $SUDO apt-get update -qq >/tmp/dcp-install-deps.log 2>&1; then
+    for pkg in "${optional[@]}"; do
+      available "$pkg" && { apt_install "$pkg" || log "note: could not install $pkg"; }
+    done
+  else
+    log "note: apt-get update failed; optional packages not installed"
+  fi
+fi
+if ! has_python_module numpy; then
+  log "note: NumPy (python3-numpy) not available; e2e_dump is skipped by name"
+fi
 if ! has_python_module junitparser; then
   log "note: python3-junitparser not available; JUnit is checked by xmllint/Python's XML parser"
 fi

@@ -173,6 +173,14 @@ __global__ void __launch_bounds__(256)
   const int64_t lse_stride = mutant == kMutantIgnoreLseStride ? int64_t{W} * H : p.lse_token_stride;
   uint32_t* flag = p.flags[d] + parity * W + r;
 
+  if (mutant == kMutantReadFarPastInput && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+    // The mistake: an offset 2^40 bytes past the input, outside every
+    // allocation. The load is volatile, so it is issued although unused.
+    const volatile uint32_t* far = reinterpret_cast<const volatile uint32_t*>(
+        static_cast<const uint8_t*>(p.partial_output) + (int64_t{1} << 40));
+    const uint32_t unused = *far;
+    asm volatile("" ::"r"(unused));
+  }
   if (mutant == kMutantSignalBeforePayload && blockIdx.x == 0 && threadIdx.x == 0) {
     store_release_sys(flag, epoch);  // the mistake: nothing has been written yet
   }

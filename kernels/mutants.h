@@ -39,6 +39,7 @@ enum GpuMutantId : int {
   kMutantUnboundedInitHandshake = 25,
   kMutantResizedStaging = 26,
   kMutantNoArrivalFence = 27,
+  kMutantReadFarPastInput = 28,
 };
 
 struct GpuMutantInfo {
@@ -59,6 +60,9 @@ struct GpuMutantInfo {
   // The suite that holds the family's cases when the default suites do not
   // ("" : they do); selftest with another suite reports it not catchable there.
   std::string_view suite = "";
+  // The tool that exists to catch it when no suite can ("" none): selftest,
+  // which runs no tool, reports it not catchable there.
+  std::string_view needs_tool = "";
 };
 
 inline constexpr GpuMutantInfo kGpuMutants[] = {
@@ -183,6 +187,13 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "other blocks' payload stores are not ordered before their count, so a peer may read "
      "payload that is not there yet (the classic threadFenceReduction mistake)",
      true, "", /*needs_concurrent_ranks=*/true, 2, "memory-stress", "memstress"},
+    {kMutantReadFarPastInput, "read-far-past-input", "indexing",
+     "the dispatch's first thread reads one word 1 TiB past the start of partial_output (a row "
+     "offset taken in bytes and scaled again), outside every allocation, and never uses the value: "
+     "every output is right. Caught by --sanitize memcheck only, which names the kernel, the "
+     "access and the address; without it the read faults as an illegal address (a trap that "
+     "names no access) or, where something happens to be mapped there, goes unseen",
+     true, "", false, 2, "", "", "--sanitize memcheck"},
 };
 
 inline const GpuMutantInfo* find_gpu_mutant(int id) {

@@ -137,4 +137,13 @@ CaseResult result_or_error(const Case& c, const std::string& suite, const std::s
   }
 }
 
+std::string sanitize_note(const SessionConfig& config) {
+  return fmt::format(
+      "every worker runs under compute-sanitizer --tool {} ({}): MPS off, launches not observed "
+      "(CUPTI and the sanitizer cannot both attach), per-call deadlines x{:g} ({:g} s); API errors "
+      "are left to the harness's own checks",
+      config.sanitize_tool, config.sanitizer_path, kSanitizedTimeoutScale,
+      effective_timeout_s(config));
+}
+
 }  // namespace dcp

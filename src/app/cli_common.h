@@ -28,6 +28,8 @@ std::vector<Case> select_cases(int world, const Geometry& geometry, const CaseSe
 
 // "dcp4 x1, dcp2 x2": the DCP groups that run concurrently for each size.
 std::string describe_groups(int world);
+// The header line of a --sanitize run: the tool, and what it turns off or stretches.
+std::string sanitize_note(const SessionConfig& config);
 
 // Turns SIGINT/SIGTERM into a flag the command loop polls, so an interrupted
 // run stops between cases, tears the session down through RAII and still

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "cli_common.h"
+#include "dump_manifest.h"
 #include "command_lifecycle.h"
 #include "options.h"
 #include "run_report_command.h"
@@ -64,6 +66,7 @@ class ReplayCommand : public RunReportCommand {
     // A hang or crash kills the session; later repeats get a fresh one so
     // that K runs really are K attempts (a kernel or harness fault mid-case
     // becomes the case's result).
+    if (!v_.config.sanitize_tool.empty()) life.term().info(sanitize_note(v_.config));
     RestartingSession session(v_.config);
     run_cases(
         life,
@@ -73,6 +76,22 @@ class ReplayCommand : public RunReportCommand {
           return r;
         },
         [] { return false; });
+    double shutdown_s = 0;
+    session.shut_down(&shutdown_s);  // the sanitizer's last words come at the teardown
+    add_late_sanitizer_findings(life.term(), session.late_findings());
+    if (!v_.config.dump_dir.empty() && !report_.cases.empty()) {
+      const auto m =
+          write_dump_manifest(v_.config.dump_dir, v_.config, v_.the_case, report_.cases.back());
+      size_t tensors = 0;
+      for (const auto& rank : m["ranks"]) tensors += rank["tensors"].size();
+      life.term().info(fmt::format(
+          "dump: {} tensors of {} ranks in {}/manifest.json{} (docs/dump_check.py recomputes the "
+          "combine from them)",
+          tensors, m["ranks"].size(), v_.config.dump_dir,
+          m["missing_ranks"].empty()
+              ? ""
+              : fmt::format(", ranks {} missing", m["missing_ranks"].dump())));
+    }
   }
 
   void record(const Outcome& o) override {
@@ -108,6 +127,10 @@ CLI::App* add_replay_command(CLI::App& app, CliContext& ctx) {
                   fmt::format("Run it K times (1..{}): counts failures, compares output hashes",
                               kMaxRepeat));
   add_session_options(sub, opts->session);
+  add_sanitize_option(sub, opts->session);
+  sub->add_option("--dump", opts->dump_dir,
+                  "Write the case's per-rank inputs, outputs, float64 reference and mismatch mask "
+                  "as NumPy .npy files with a manifest.json into DIR (docs/dump_check.py)");
   add_report_options(sub, opts->report, {.json = "docs/report-format.md", .junit = true});
   sub->callback([opts, &ctx] {
     ctx.action = [opts, &ctx] {

@@ -51,6 +51,7 @@ class RunCommand : public RunReportCommand {
                     config.backend == BackendKind::kHost ? "host" : "gpu"),
         static_cast<int>(planned_.size()));
     life.term().info(report_.coverage->total_line());
+    if (!config.sanitize_tool.empty()) life.term().info(sanitize_note(config));
     size_t warned = 0;    // residency warnings printed so far
     bool broken = false;  // run_case threw: the session cannot run another case
     const std::string& suite = v_.selection.suite;
@@ -71,6 +72,7 @@ class RunCommand : public RunReportCommand {
     report_.environment->residency_warnings = session->environment().residency_warnings;
     const auto teardown = std::chrono::steady_clock::now();
     report_.environment->teardown = session->shut_down();  // workers, workspaces, MPS
+    add_late_sanitizer_findings(life.term(), session->late_findings());
     session.reset();
     report_.environment->teardown_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - teardown).count();
@@ -90,6 +92,7 @@ CLI::App* add_run_command(CLI::App& app, CliContext& ctx) {
   add_geometry_options(sub, opts->geometry);
   add_selection_options(sub, opts->selection);
   add_session_options(sub, opts->session);
+  add_sanitize_option(sub, opts->session);
   add_report_options(sub, opts->report, {.json = "docs/report-format.md", .junit = true});
   sub->callback([opts, &ctx] {
     ctx.action = [opts, &ctx] {

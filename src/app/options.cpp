@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iterator>
@@ -19,6 +20,7 @@
 #include "errors.h"
 #include "geometry.h"
 #include "replay.h"
+#include "sanitizer.h"
 #include "selftest.h"
 #include "suites.h"
 #include "sync_mode.h"
@@ -302,10 +304,44 @@ SessionConfig make_session_config(const SessionOptions& opts, const ReportOption
     config.mutant = picked[0].id;
   }
   config.verbosity = report.verbosity();
+  apply_sanitize_option(opts, config);
   config.replay_line = [](const SessionConfig& c, const Case& k) {
     return replay_command(c, c.world, k);
   };
   return config;
+}
+
+void apply_sanitize_option(const SessionOptions& opts, SessionConfig& config) {
+  if (opts.sanitize.empty()) return;
+  check_choice("--sanitize", opts.sanitize, {"memcheck", "racecheck", "synccheck", "initcheck"});
+  // Test only: DCP_TEST_SANITIZE_HOST=1 lets the host backend run its workers
+  // under a stand-in sanitizer (tests/e2e_sanitize.sh tests the plumbing).
+  const char* host_test = std::getenv("DCP_TEST_SANITIZE_HOST");
+  if (config.backend != BackendKind::kGpu && (host_test == nullptr || *host_test != '1')) {
+    usage("--sanitize needs --backend gpu: the host backend runs no GPU code to sanitize");
+  }
+  if (opts.mps == "on") {
+    usage(
+        "--sanitize with --mps on cannot run: compute-sanitizer does not support MPS clients "
+        "(use --mps off or auto; under --sanitize auto runs without MPS)");
+  }
+  const std::optional<std::string> path = find_compute_sanitizer();
+  if (!path) {
+    usage(
+        "--sanitize: compute-sanitizer not found ($DCP_COMPUTE_SANITIZER, $PATH, "
+        "/usr/local/cuda/bin): install the CUDA toolkit's compute-sanitizer");
+  }
+  config.sanitize_tool = opts.sanitize;
+  config.sanitizer_path = *path;
+  config.mps = MpsMode::kOff;       // said in the header (cli_common.h sanitize_note)
+  config.observe_launches = false;  // CUPTI and the sanitizer cannot both attach
+}
+
+void add_sanitize_option(CLI::App* app, SessionOptions& opts) {
+  app->add_option("--sanitize", opts.sanitize,
+                  "memcheck | racecheck | synccheck | initcheck: run every worker under NVIDIA "
+                  "compute-sanitizer; any error it reports fails the case (GPU backend; no MPS, "
+                  "no CUPTI observation; deadlines x20)");
 }
 
 ValidRun validate_run_options(const RunOptions& opts) {
@@ -332,6 +368,26 @@ ValidList validate_list_options(const ListOptions& opts) {
   return v;
 }
 
+namespace {
+// --dump DIR: a directory (made here when missing, its parent must exist)
+// that holds no earlier dump (a manifest.json), writable now.
+void validate_dump_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+    usage(fmt::format("--dump {}: exists and is not a directory", dir));
+  }
+  if (!fs::exists(dir, ec) && !fs::create_directory(dir, ec)) {
+    usage(fmt::format("--dump {}: cannot create it: {}", dir, ec.message()));
+  }
+  if (fs::exists(fs::path(dir) / "manifest.json", ec)) {
+    usage(fmt::format("--dump {}: already holds a dump (manifest.json): give an empty directory",
+                      dir));
+  }
+  validate_output_path("--dump", (fs::path(dir) / "manifest.json").string());
+}
+}  // namespace
+
 ValidReplay validate_replay_options(const ReplayOptions& opts) {
   ValidReplay v;
   ReplayToken token = parse_replay_token(opts.token);
@@ -343,6 +399,12 @@ ValidReplay validate_replay_options(const ReplayOptions& opts) {
                                  token.the_case.geometry);
   v.the_case = token.the_case;
   v.repeat = opts.repeat;
+  if (!opts.dump_dir.empty()) {
+    if (opts.repeat != 1) usage("--dump with --repeat: dump one run (--repeat 1)");
+    if (v.config.check_determinism) usage("--dump cannot be combined with the determinism rerun");
+    validate_dump_dir(opts.dump_dir);
+    v.config.dump_dir = std::filesystem::absolute(opts.dump_dir).string();
+  }
   v.report = opts.report;
   return v;
 }

@@ -56,6 +56,7 @@ struct SessionOptions {
   std::string inject_fault;      // hidden, test only: KIND:RANK:CASE:OP
   std::string mutant;            // hidden, test only: a known-broken kernel variant (name or id),
                                  // so a stress/replay/shrink demo has a real bug to find
+  std::string sanitize;  // run, replay: memcheck | racecheck | synccheck | initcheck ("" none)
 };
 
 // Report files and verbosity, for every command that has them.
@@ -95,6 +96,7 @@ struct ListOptions {
 struct ReplayOptions {
   std::string token;  // w<world>-<case id>
   int repeat = 1;
+  std::string dump_dir;  // --dump DIR: the case's tensors as .npy (worker/case_dump.h)
   SessionOptions session;
   ReportOptions report;
 };
@@ -150,6 +152,11 @@ void add_world_option(CLI::App* app, int& world);
 void add_geometry_options(CLI::App* app, GeometryOptions& opts);
 void add_selection_options(CLI::App* app, SelectionOptions& opts);
 void add_session_options(CLI::App* app, SessionOptions& opts);
+// --sanitize TOOL (run and replay only: the commands whose report carries findings).
+void add_sanitize_option(CLI::App* app, SessionOptions& opts);
+// --sanitize's checks and what it changes in `config` (CUPTI off, MPS off);
+// throws UsageError for a combination that cannot run.
+void apply_sanitize_option(const SessionOptions& opts, SessionConfig& config);
 // Which of the report flags a command takes; add_report_options declares them
 // all, so every command spells and describes them alike.
 struct ReportFlags {

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include <doctest/doctest.h>
 
@@ -261,6 +262,51 @@ TEST_CASE("replay_command carries what changes execution, and only that") {
   CHECK(replay_command(config, 2, c).find(" --against stock --against-exact") != std::string::npos);
   config.kernel.spec = "./my lib.so";
   CHECK(replay_command(config, 2, c).find(" --kernel './my lib.so'") != std::string::npos);
+  // --sanitize is part of what ran; the MPS it turned off is not said again.
+  config.sanitize_tool = "memcheck";
+  config.mps = MpsMode::kOff;
+  const std::string sanitized = replay_command(config, 2, c);
+  CHECK(sanitized.find(" --sanitize memcheck") != std::string::npos);
+  CHECK(sanitized.find("--mps") == std::string::npos);
+}
+
+TEST_CASE("--sanitize: refused where it cannot run, exit 2 with the reason") {
+  SessionOptions s;
+  s.backend = "host";
+  s.sanitize = "memcheck";
+  CHECK(usage_message([&] {
+          make_session_config(s, {}, 2, *find_geometry("tiny"));
+        }).find("needs --backend gpu") != std::string::npos);
+  s.backend = "gpu";
+  s.mps = "on";
+  CHECK(usage_message([&] { make_session_config(s, {}, 2, *find_geometry("tiny")); }).find("MPS") !=
+        std::string::npos);
+  s.mps = "auto";
+  s.sanitize = "leakcheck";
+  CHECK(usage_message([&] {
+          make_session_config(s, {}, 2, *find_geometry("tiny"));
+        }).find("--sanitize 'leakcheck'") != std::string::npos);
+}
+
+TEST_CASE("replay --dump: one run, an empty or new directory") {
+  SuiteOptions so;
+  so.world = 2;
+  so.geometry = *find_geometry("tiny");
+  ReplayOptions o;
+  o.token = format_replay_token(2, build_suite("smoke", so).front());
+  o.session.backend = "host";
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("dcp-dump-opt-" + std::to_string(::getpid()));
+  o.dump_dir = dir;
+  o.repeat = 2;
+  CHECK(usage_message([&] { validate_replay_options(o); }).find("--repeat") != std::string::npos);
+  o.repeat = 1;
+  CHECK(validate_replay_options(o).config.dump_dir == dir);  // made when missing
+  CHECK(std::filesystem::is_directory(dir));
+  { std::ofstream(dir + "/manifest.json") << "{}"; }
+  CHECK(usage_message([&] { validate_replay_options(o); }).find("already holds a dump") !=
+        std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("replay options: --repeat bounds") {

@@ -72,8 +72,10 @@ std::string replay_command(const SessionConfig& config, int world, const Case& c
   if (config.against) cmd += " --against " + shell_quote(config.against->spec);
   if (config.against && config.against_exact) cmd += " --against-exact";
   if (config.timeout_s != SessionOptions{}.timeout_s) cmd += fmt::format(" --timeout {}", config.timeout_s);
+  // --sanitize turns MPS off itself: the line says only --sanitize.
   if (config.mps == MpsMode::kOn) cmd += " --mps on";
-  if (config.mps == MpsMode::kOff) cmd += " --mps off";
+  if (config.mps == MpsMode::kOff && config.sanitize_tool.empty()) cmd += " --mps off";
+  if (!config.sanitize_tool.empty()) cmd += " --sanitize " + config.sanitize_tool;
   // A test-only mutant is part of what ran: without it the line would pass.
   if (config.mutant != 0) {
     std::string name = std::to_string(config.mutant);

@@ -37,6 +37,23 @@ void RunReportCommand::record(const Outcome& o) {
   report_.exit_code = o.exit_code;
 }
 
+void RunReportCommand::add_late_sanitizer_findings(TerminalReporter& term,
+                                                   const std::vector<SanitizerFinding>& findings) {
+  if (findings.empty()) return;
+  CaseResult* last = nullptr;
+  for (CaseResult& r : report_.cases) {
+    if (r.status != CaseStatus::kSkipped) last = &r;
+  }
+  if (last == nullptr && !report_.cases.empty()) last = &report_.cases.back();
+  if (last == nullptr) return;  // no case: the session failed to start and said so
+  add_sanitizer_findings(*last, findings, "after the last case that ran, at the workers' teardown");
+  term.info(
+      fmt::format("compute-sanitizer reported {} error{} at the workers' teardown: case {} "
+                  "fails ({})",
+                  findings.size(), findings.size() == 1 ? "" : "s", last->case_id,
+                  findings.front().describe()));
+}
+
 void RunReportCommand::summary(TerminalReporter& term, const Outcome& o) const {
   term.summary(report_);
   const Counts counts = count_results(report_.cases);

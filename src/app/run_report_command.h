@@ -45,6 +45,10 @@ class RunReportCommand : public CommandBody {
   void run_cases(CommandLifecycle& life, const std::function<CaseResult(const Case&)>& run_one,
                  const std::function<bool()>& session_ended);
   std::string replay_for(const Case& c) const;
+  // --sanitize: findings the sanitizer reported only at the workers'
+  // teardown fail the last case that ran (never dropped), said on `term`.
+  void add_late_sanitizer_findings(TerminalReporter& term,
+                                   const std::vector<SanitizerFinding>& findings);
 
   RunReport report_;
   ReportOptions opts_;

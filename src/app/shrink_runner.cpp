@@ -25,7 +25,7 @@ CaseResult RestartingSession::run(const Case& c, const std::string& suite,
   }
   if ((!session_ || session_->dead()) && !interrupted_in_drain) {
     const auto start = std::chrono::steady_clock::now();
-    session_.reset();  // tear the dead one down before spawning new workers
+    retire();  // tear the dead one down before spawning new workers
     session_ = std::make_unique<Session>(config_);
     env_ = session_->environment();
     ++num_started_;
@@ -33,7 +33,7 @@ CaseResult RestartingSession::run(const Case& c, const std::string& suite,
   }
   bool threw = false;
   CaseResult r = result_or_error(c, suite, replay, [&] { return session_->run_case(c, suite, upcoming); }, threw);
-  if (threw) session_.reset();
+  if (threw) retire();
   if (r.case_id.empty()) r.case_id = format_case_id(c);
   if (!r.scenario) r.scenario = c;
   if (r.suite.empty()) r.suite = suite;
@@ -41,11 +41,19 @@ CaseResult RestartingSession::run(const Case& c, const std::string& suite,
   return r;
 }
 
+void RestartingSession::retire() {
+  if (!session_) return;
+  session_->shut_down();  // a second call returns at once
+  const auto& late = session_->late_findings();
+  late_findings_.insert(late_findings_.end(), late.begin(), late.end());
+  session_.reset();
+}
+
 ShutdownTimes RestartingSession::shut_down(double* total_s) {
   const auto start = std::chrono::steady_clock::now();
   ShutdownTimes times;
   if (session_) times = session_->shut_down();
-  session_.reset();
+  retire();
   *total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return times;
 }

@@ -34,6 +34,9 @@ class RestartingSession {
   // The environment of the latest session; null before the first one started.
   const EnvironmentInfo* environment() const { return env_ ? &*env_ : nullptr; }
   int num_started() const { return num_started_; }
+  // --sanitize: findings reported at the teardown of every session shut down
+  // so far (sessions that died, and the last one after shut_down()).
+  const std::vector<SanitizerFinding>& late_findings() const { return late_findings_; }
   // Wall seconds spent starting sessions (and tearing dead ones down), so far.
   double startup_s() const { return startup_s_; }
 
@@ -43,6 +46,8 @@ class RestartingSession {
   std::optional<EnvironmentInfo> env_;
   int num_started_ = 0;
   double startup_s_ = 0;
+  std::vector<SanitizerFinding> late_findings_;
+  void retire();  // shuts the session down (keeping its late findings) and drops it
 };
 
 // Shrinks a kernel failure with fresh-session restarts, printing progress

@@ -21,7 +21,8 @@
 namespace dcp {
 namespace {
 
-constexpr FailureKind kAllKinds[] = {FailureKind::kTrap,
+constexpr FailureKind kAllKinds[] = {FailureKind::kSanitizer,
+                                     FailureKind::kTrap,
                                      FailureKind::kCudaError,
                                      FailureKind::kKernelError,
                                      FailureKind::kCrash,
@@ -116,6 +117,7 @@ struct Row {
 
 // 0 pass, 1 kernel failure, 2 usage, 3 harness, 130 SIGINT.
 constexpr Row kTable[] = {
+    {FailureKind::kSanitizer, 1, 0},
     {FailureKind::kTrap, 1, 0},
     {FailureKind::kCudaError, 1, 0},
     {FailureKind::kKernelError, 1, 0},

@@ -5,10 +5,11 @@
 namespace dcp {
 namespace {
 
-constexpr std::array<std::string_view, 15> kNames = {
-    "trap",        "cuda-error", "kernel-error", "crash", "out-of-bounds",
-    "over-capacity", "nondeterministic", "hang", "mismatch", "nan",
-    "worker-died", "harness",    "usage",        "interrupted", "none"};
+constexpr std::array<std::string_view, 16> kNames = {
+    "sanitizer", "trap",          "cuda-error",    "kernel-error",
+    "crash",     "out-of-bounds", "over-capacity", "nondeterministic",
+    "hang",      "mismatch",      "nan",           "worker-died",
+    "harness",   "usage",         "interrupted",   "none"};
 
 }  // namespace
 

@@ -13,6 +13,8 @@ namespace dcp {
 // order names the case (a peer's trap, not the hang it caused; the kernel's
 // failure before the harness's).
 enum class FailureKind : unsigned char {
+  kSanitizer,         // compute-sanitizer (--sanitize) reported an error in a kernel: the
+                      // most precise cause (a trap or mismatch it causes comes after it)
   kTrap,              // a device fault inside the kernel: trap, illegal address/instruction
   kCudaError,         // another CUDA error inside the op (injected ones too)
   kKernelError,       // the kernel returned an error status (plugin ABI: init, call, set_epoch)
@@ -30,13 +32,13 @@ enum class FailureKind : unsigned char {
   kNone,              // no failure (passed, skipped)
 };
 
-// "trap", "cuda-error", "kernel-error", "crash", "out-of-bounds", "over-capacity",
+// "sanitizer", "trap", "cuda-error", "kernel-error", "crash", "out-of-bounds", "over-capacity",
 // "nondeterministic", "hang",
 // "mismatch", "nan", "worker-died", "harness", "usage", "interrupted", "none".
 std::string_view to_string(FailureKind k);
 std::optional<FailureKind> failure_kind_from_string(std::string_view name);
 
-// The kernel under test is to blame (exit 1): kTrap .. kNan.
+// The kernel under test is to blame (exit 1): kSanitizer .. kNan.
 bool is_kernel_failure(FailureKind k);
 // The older coarse class, kept in reports: "" (none, mismatch, nan), "kernel",
 // "harness" (worker-died, harness, interrupted), "usage".

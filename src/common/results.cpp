@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
+
 namespace dcp {
 namespace {
 
@@ -176,6 +178,31 @@ std::string_view to_string(CaseStatus s) {
       return "skipped";
   }
   return "?";
+}
+
+}  // namespace dcp
+
+namespace dcp {
+
+void add_sanitizer_findings(CaseResult& r, const std::vector<SanitizerFinding>& findings,
+                            const std::string& when) {
+  if (findings.empty()) return;
+  const bool first = r.sanitizer_findings.empty();
+  r.sanitizer_findings.insert(r.sanitizer_findings.end(), findings.begin(), findings.end());
+  if (r.status == CaseStatus::kPass || r.status == CaseStatus::kSkipped)
+    r.status = CaseStatus::kFail;
+  r.failure = FailureKind::kSanitizer;
+  for (const SanitizerFinding& f : findings) {
+    r.diagnosis.push_back(fmt::format("compute-sanitizer{}: {}",
+                                      when.empty() ? "" : " (" + when + ")", f.describe()));
+  }
+  if (first) {
+    const size_t n = r.sanitizer_findings.size();
+    std::string head =
+        fmt::format("compute-sanitizer {} reported {} error{}{}: {}", findings.front().tool, n,
+                    n == 1 ? "" : "s", when.empty() ? "" : " " + when, findings.front().describe());
+    r.message = r.message.empty() ? head : head + "; " + r.message;
+  }
 }
 
 }  // namespace dcp

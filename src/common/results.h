@@ -15,6 +15,7 @@
 #include "case.h"
 #include "failure.h"
 #include "phase_times.h"
+#include "sanitizer_finding.h"
 
 namespace dcp {
 
@@ -97,7 +98,16 @@ struct CaseResult {
   double elapsed_ms = 0;       // max over ranks
   double wall_ms = 0;          // the supervisor's: case sent .. every result in
   std::vector<RankCaseResult> ranks;
+  // --sanitize: what compute-sanitizer reported while this case ran (or, for
+  // the last case, at the workers' teardown). Any one fails the case.
+  std::vector<SanitizerFinding> sanitizer_findings;
 };
+
+// Adds compute-sanitizer findings to `r`: the case fails (kSanitizer names
+// it), its message leads with the first finding, and every finding gets a
+// diagnosis line. `when`: "" or a note such as "at the workers' teardown".
+void add_sanitizer_findings(CaseResult& r, const std::vector<SanitizerFinding>& findings,
+                            const std::string& when = "");
 
 void to_json(nlohmann::json& j, const Mismatch& m);
 void from_json(const nlohmann::json& j, Mismatch& m);

@@ -241,7 +241,7 @@ std::vector<MutantInfo> mutants_for(const SessionConfig& config) {
     out.push_back({m.id, std::string(m.name), std::string(m.kind), std::string(m.description),
                    m.catchable_on_shared_gpu, std::string(m.uncatchable_reason),
                    m.needs_concurrent_ranks, m.min_sources, std::string(m.family),
-                   std::string(m.suite)});
+                   std::string(m.suite), std::string(m.needs_tool)});
   }
   return out;
 }
@@ -264,6 +264,11 @@ std::string family_suite(const std::string& family) {
 }
 
 std::string why_not_catchable_here(const MutantInfo& m, const EnvironmentInfo& env) {
+  if (!m.needs_tool.empty()) {
+    // selftest runs no sanitizer: replay or run a case with the tool instead.
+    return fmt::format("caught by {} only (run or replay a case with it and --mutant {})",
+                       m.needs_tool, m.name);
+  }
   if (!m.catchable_on_shared_gpu && env.ranks_share_gpu) return m.uncatchable_reason;
   if (m.needs_concurrent_ranks && env.ranks_share_gpu && !mps_active(env)) {
     return "ranks time-slice one GPU, so a peer sees the early signal only if a slice ends "

@@ -43,6 +43,7 @@ struct MutantInfo {
   int min_sources = 2;                  // the smallest DCP group that can expose it
   std::string family;                   // the case family that exists to catch it ("" none)
   std::string suite;  // the suite holding that family when the default suites do not ("" none)
+  std::string needs_tool;  // caught only under this tool ("--sanitize memcheck"), "" none
 };
 
 // The mutants of the session's kernel, in table order (ids > 0): the host

@@ -96,6 +96,9 @@ nlohmann::ordered_json config_to_json(const RunReport& report) {
       {"mps", mps_name(c.mps)},
       {"check_determinism", c.check_determinism},
       {"verbosity", c.verbosity},
+      // --sanitize TOOL, or null when the workers ran bare.
+      {"sanitize", c.sanitize_tool.empty() ? nlohmann::ordered_json(nullptr)
+                                           : nlohmann::ordered_json(c.sanitize_tool)},
   };
   if (c.fault.kind != FaultSpec::Kind::kNone) {
     j["inject_fault"] = {{"kind", fault_kind_name(c.fault.kind)},
@@ -125,6 +128,11 @@ nlohmann::ordered_json case_to_json(const CaseResult& r) {
                               {"ranks", ranks}};
   // --against: the ranks' agreement summed (each rank's is under ranks[i].agreement).
   if (const std::optional<Agreement> a = case_agreement(r)) j["agreement"] = ordered(*a);
+  // --sanitize: compute-sanitizer's findings (absent when it found none).
+  if (!r.sanitizer_findings.empty()) {
+    nlohmann::json findings = r.sanitizer_findings;
+    j["sanitizer_findings"] = ordered(findings);
+  }
   return j;
 }
 

@@ -46,6 +46,11 @@ class Session {
   // Shuts the session down now (the destructor does it otherwise) and returns
   // how long each part took; later calls return the same times.
   ShutdownTimes shut_down();
+  // --sanitize: findings the workers' sanitizers reported only at their
+  // teardown, or read while a case was skipped (after shut_down(); run_case
+  // attaches the others to their case).
+  // The caller reports them against the last case it ran.
+  const std::vector<SanitizerFinding>& late_findings() const;
   const EnvironmentInfo& environment() const;
   const SessionConfig& config() const;
   // What this session can run (its kernels and the facts found at start-up):

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <thread>
@@ -45,6 +46,16 @@ std::string join_members(const std::vector<int>& members) {
   return fmt::format("{}", fmt::join(members, ","));
 }
 
+// The last non-blank line of a text file ("" when there is none).
+std::string last_log_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" =\t\r") != std::string::npos) last = line;
+  }
+  return last.substr(0, 300);
+}
+
 }  // namespace
 
 // ---- Session ---------------------------------------------------------------
@@ -60,6 +71,14 @@ CaseResult Session::run_case(const Case& c, const std::string& suite,
   const auto start = SupervisorClock::now();
   CaseResult r = impl_->run_case(c, suite, upcoming);
   impl_->collect_launch_notes();
+  if (!impl_->config.sanitize_tool.empty()) {
+    std::vector<SanitizerFinding> found = impl_->read_sanitizer_logs(false);
+    if (r.status != CaseStatus::kSkipped) {
+      add_sanitizer_findings(r, found);
+    } else {  // it never ran (a dead session): the last case that ran gets them
+      impl_->late_findings.insert(impl_->late_findings.end(), found.begin(), found.end());
+    }
+  }
   r.wall_ms = std::chrono::duration<double, std::milli>(SupervisorClock::now() - start).count();
   return r;
 }
@@ -71,6 +90,7 @@ ShutdownTimes Session::shut_down() {
   impl_->teardown();
   return impl_->shutdown_times;
 }
+const std::vector<SanitizerFinding>& Session::late_findings() const { return impl_->late_findings; }
 const EnvironmentInfo& Session::environment() const { return impl_->env; }
 const SessionConfig& Session::config() const { return impl_->config; }
 const RunTarget& Session::target() const { return impl_->target; }
@@ -109,7 +129,7 @@ void Session::Impl::start() {
   target = run_target(config, env);
   spawn_workers();
   const auto deadline =
-      SupervisorClock::now() + std::chrono::seconds(static_cast<int64_t>(kStartupTimeoutS));
+      SupervisorClock::now() + std::chrono::seconds(static_cast<int64_t>(startup_timeout_s()));
   await_connections(deadline);
   for (WorkerState& w : workers) {
     WorkerConfig wc;
@@ -117,7 +137,7 @@ void Session::Impl::start() {
     wc.run_id = run_id;
     wc.device = env.rank_gpu.empty() ? 0 : env.rank_gpu[w.rank];
     wc.dcp_sizes = dcp_sizes;
-    wc.gather_timeout_s = std::max(120.0, 4 * config.timeout_s + 30);
+    wc.gather_timeout_s = std::max(120.0, 4 * effective_timeout_s(config) + 30);
     try {
       w.channel->send(worker_config_to_json(wc));
     } catch (const std::exception&) {
@@ -185,18 +205,80 @@ void Session::Impl::spawn_workers() {
   SpawnOptions opts;
   opts.die_with_parent = true;
   opts.ignore_sigint = true;
+  const bool sanitized = !config.sanitize_tool.empty();
+  // Under the sanitizer the worker is its child: one process group for both,
+  // so a hang or teardown signals the pair. The sanitizer must be given this
+  // program by its real path (its own /proc/self/exe is itself).
+  opts.own_process_group = sanitized;
+  std::error_code ec;
+  const std::string self = sanitized ? std::filesystem::read_symlink("/proc/self/exe", ec).string()
+                                     : std::string("/proc/self/exe");
+  DCP_CHECK(!ec, HarnessError, "cannot resolve /proc/self/exe: {}", ec.message());
   workers.resize(config.world);
   for (int r = 0; r < config.world; ++r) {
     WorkerState& w = workers[r];
     w.rank = r;
     w.last_activity = SupervisorClock::now();
-    const std::vector<std::string> argv = {"dcp-check", "__worker",
-                                           "--socket",  socket_path,
-                                           "--rank",    std::to_string(r),
-                                           "--world",   std::to_string(config.world),
-                                           "--run-id",  run_id};
-    w.pid = spawn_process("/proc/self/exe", argv, worker_env, opts);
+    std::vector<std::string> argv = {"dcp-check", "__worker",
+                                     "--socket",  socket_path,
+                                     "--rank",    std::to_string(r),
+                                     "--world",   std::to_string(config.world),
+                                     "--run-id",  run_id};
+    if (!sanitized) {
+      w.pid = spawn_process("/proc/self/exe", argv, worker_env, opts);
+      continue;
+    }
+    // The log lives in the run directory (kept until teardown has read it).
+    const std::string log = fmt::format("{}/sanitizer-rank{}.log", run_dir, r);
+    w.sanitizer_log.emplace(log, config.sanitize_tool, r);
+    std::vector<std::string> wrapped =
+        sanitizer_argv_prefix(config.sanitizer_path, config.sanitize_tool, log);
+    wrapped.push_back(self);
+    wrapped.insert(wrapped.end(), argv.begin() + 1, argv.end());
+    w.pid = spawn_process(config.sanitizer_path, wrapped, worker_env, opts);
   }
+}
+
+double Session::Impl::startup_timeout_s() const {
+  // Instrumenting every module at start-up is slow (minutes for large fatbins).
+  return config.sanitize_tool.empty() ? kStartupTimeoutS : kStartupTimeoutS * 5;
+}
+
+void Session::Impl::signal_worker(const WorkerState& w, int sig) const noexcept {
+  if (w.pid <= 0) return;
+  if (w.sanitizer_log) kill(-w.pid, sig);  // the sanitizer and its worker
+  kill(w.pid, sig);
+}
+
+std::vector<SanitizerFinding> Session::Impl::read_sanitizer_logs(bool final) noexcept {
+  std::vector<SanitizerFinding> out;
+  for (WorkerState& w : workers) {
+    if (!w.sanitizer_log) continue;
+    try {
+      std::vector<SanitizerFinding> found = w.sanitizer_log->read_new(final);
+      w.sanitizer_findings += static_cast<int>(found.size());
+      out.insert(out.end(), found.begin(), found.end());
+      if (final && w.sanitizer_findings == 0 && w.exit && !w.exit->signaled &&
+          w.exit->code == kSanitizerErrorExitCode) {
+        SanitizerFinding f;
+        f.tool = config.sanitize_tool;
+        f.rank = w.rank;
+        f.kind = fmt::format(
+            "compute-sanitizer exited with status {} (it found errors) but its "
+            "log {} holds no report dcp-check could read",
+            kSanitizerErrorExitCode, w.sanitizer_log->path());
+        ++w.sanitizer_findings;
+        out.push_back(std::move(f));
+      }
+    } catch (const std::exception& e) {
+      SanitizerFinding f;
+      f.tool = config.sanitize_tool;
+      f.rank = w.rank;
+      f.kind = fmt::format("cannot read the sanitizer's log: {}", e.what());
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
 }
 
 // A worker that dies or reports a fatal error during start-up ends the session
@@ -231,8 +313,11 @@ void Session::Impl::check_startup_failures() const {
   }
   for (const WorkerState& w : workers) {
     if (w.exit) {
-      DCP_THROW(HarnessError, "rank {} (pid {}) {} during start-up", w.rank, w.pid,
-                w.exit->describe());
+      // Under --sanitize the child is compute-sanitizer: its log says why it stopped.
+      const std::string tail = w.sanitizer_log ? last_log_line(w.sanitizer_log->path()) : "";
+      DCP_THROW(HarnessError, "rank {} (pid {}) {} during start-up{}", w.rank, w.pid,
+                w.exit->describe(),
+                tail.empty() ? "" : fmt::format("; compute-sanitizer's log ends: {}", tail));
     }
     if (w.channel && w.channel->eof()) {
       DCP_THROW(HarnessError, "rank {} (pid {}) closed its connection during start-up", w.rank,
@@ -250,7 +335,7 @@ void Session::Impl::await_connections(SupervisorClock::time_point deadline) {
     poll_workers(50);
     check_startup_failures();
     DCP_CHECK(SupervisorClock::now() < deadline, HarnessError,
-              "workers did not connect within {} s", kStartupTimeoutS);
+              "workers did not connect within {} s", startup_timeout_s());
   }
   pending.clear();
 }
@@ -270,7 +355,7 @@ void Session::Impl::await_ready(SupervisorClock::time_point deadline) {
         if (!w.ready) slow.push_back(w.rank);
       }
       DCP_THROW(HarnessError, "ranks {} did not build their workspaces within {} s",
-                join_members(slow), kStartupTimeoutS);
+                join_members(slow), startup_timeout_s());
     }
   }
 }
@@ -425,7 +510,7 @@ void Session::Impl::relay_gather(WorkerState& w, const json& msg) {
 
 void Session::Impl::kill_workers() noexcept {
   for (WorkerState& w : workers) {
-    if (w.pid > 0 && !w.exit) kill(w.pid, SIGTERM);
+    if (w.pid > 0 && !w.exit) signal_worker(w, SIGTERM);
   }
   const auto term_deadline =
       SupervisorClock::now() + std::chrono::milliseconds(static_cast<int>(kKillGraceS * 1000));
@@ -440,7 +525,7 @@ void Session::Impl::kill_workers() noexcept {
   }
   for (WorkerState& w : workers) {
     if (w.pid > 0 && !w.exit) {
-      kill(w.pid, SIGKILL);
+      signal_worker(w, SIGKILL);
       w.exit = wait_for_exit(w.pid, 5.0);
       if (!w.exit) w.exit = ExitInfo{true, SIGKILL};  // unkillable (D state): nothing more to do
     }
@@ -533,6 +618,14 @@ void Session::Impl::teardown() noexcept {
     if (w.pid > 0 && !w.exit && !dead) ++shutdown_times.workers_killed;  // did not obey shutdown
   }
   kill_workers();
+  // A worker still in the group (the sanitizer gone first) gets no grace.
+  for (const WorkerState& w : workers) {
+    if (w.sanitizer_log && w.pid > 0) kill(-w.pid, SIGKILL);
+  }
+  if (!config.sanitize_tool.empty()) {
+    std::vector<SanitizerFinding> last = read_sanitizer_logs(/*final=*/true);
+    late_findings.insert(late_findings.end(), last.begin(), last.end());
+  }
   shutdown_times.workers_s = seconds_since(started);
   for (WorkerState& w : workers) w.channel.reset();
   pending.clear();

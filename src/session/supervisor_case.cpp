@@ -240,21 +240,28 @@ std::optional<CaseFailure> Session::Impl::find_failure(
   });
   if (any_error && !first_error) first_error = now;
   // A late init (initlate) keeps every rank of the group silent that long.
-  const double deadline_s = config.timeout_s + kDeadlineGraceS +
+  const double deadline_s = effective_timeout_s(config) + kDeadlineGraceS +
                             (c.init_fault == InitFault::kLate ? c.init_late_ms / 1000.0 : 0.0);
   for (WorkerState& w : workers) {
     if (w.result) continue;
     const double silent_s = seconds_since(w.last_activity);
-    const bool errored_peers = first_error && seconds_since(*first_error) > kErrorGraceS;
+    const double error_grace_s =
+        config.sanitize_tool.empty() ? kErrorGraceS : kErrorGraceS * kSanitizedTimeoutScale;
+    const bool errored_peers = first_error && seconds_since(*first_error) > error_grace_s;
     if (silent_s <= deadline_s && !errored_peers) continue;
     std::string note = fmt::format("rank {} made no progress for {:.1f} s ({}){}{}", w.rank,
                                    silent_s, op_text(w.last_op), inside_kernel_note(),
                                    init_fault_note(c));
-    std::string cause = errored_peers
-                            ? fmt::format("{}; no result {:.1f} s after a peer reported a fault",
-                                          note, seconds_since(*first_error))
-                            : fmt::format("hang: {}; per-call deadline --timeout {} s + {} s grace",
-                                          note, config.timeout_s, kDeadlineGraceS);
+    std::string cause =
+        errored_peers
+            ? fmt::format("{}; no result {:.1f} s after a peer reported a fault", note,
+                          seconds_since(*first_error))
+            : fmt::format("hang: {}; per-call deadline --timeout {} s{} + {} s grace", note,
+                          config.timeout_s,
+                          config.sanitize_tool.empty()
+                              ? ""
+                              : fmt::format(" x{} under --sanitize", kSanitizedTimeoutScale),
+                          kDeadlineGraceS);
     return CaseFailure{cause, FailureKind::kHang, w.rank, note, /*hang=*/true};
   }
   return std::nullopt;

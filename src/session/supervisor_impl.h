@@ -17,6 +17,7 @@
 #include "launch_diagnosis.h"
 #include "mps.h"
 #include "results.h"
+#include "sanitizer.h"
 #include "session.h"
 #include "socket_channel.h"
 #include "status_board.h"
@@ -40,6 +41,10 @@ struct WorkerState {
   SupervisorClock::time_point last_activity;
   int last_op = -1;  // last op reported by a progress heartbeat in this case
   int started_index = -1;  // the latest case it said it began (op -1 heartbeat)
+  // --sanitize: pid is compute-sanitizer's (the worker is its child, in the
+  // process group pid leads); its log, and how many findings it gave so far.
+  std::optional<SanitizerLog> sanitizer_log;
+  int sanitizer_findings = 0;
 
   bool lost() const { return exit.has_value() || !channel || channel->eof(); }
 };
@@ -96,6 +101,17 @@ struct Session::Impl {
   // are inside a function of the kernel under test, or "".
   std::string inside_kernel_note() const;
   void drain_exited_workers();  // the rank's worker is inside a kernel (plugin) function
+  // --sanitize: the findings in the workers' logs since the last read
+  // (final: everything left, after the workers exited, and a finding for a
+  // worker whose sanitizer exited with kSanitizerErrorExitCode having
+  // printed nothing dcp-check read). Never throws.
+  std::vector<SanitizerFinding> read_sanitizer_logs(bool final) noexcept;
+  // Start-up deadline: kStartupTimeoutS, longer under the sanitizer.
+  double startup_timeout_s() const;
+  // Signals a worker (its whole process group under the sanitizer).
+  void signal_worker(const WorkerState& w, int sig) const noexcept;
+  // Found by read_sanitizer_logs(true) at teardown (Session::late_findings).
+  std::vector<SanitizerFinding> late_findings;
 
   // supervisor_launches.cpp: what the workers' launch observers saw.
   // Asks every observing worker for a snapshot (completions, CONTROL dumps)

@@ -58,6 +58,7 @@ pid_t spawn_process(const std::string& path, const std::vector<std::string>& arg
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
   }
+  if (options.own_process_group) setpgid(0, 0);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -22,6 +22,9 @@ struct SpawnOptions {
   bool ignore_sigint = false;    // the supervisor alone handles Ctrl-C
   int stdin_fd = -1;             // dup2'ed onto stdin when >= 0
   bool null_stdio = false;       // stdout/stderr to /dev/null (daemons)
+  // setpgid(0, 0) in the child: it and what it starts (a worker under
+  // compute-sanitizer) are signalled together with kill(-pid, sig).
+  bool own_process_group = false;
 };
 
 // fork + execve. Everything the child needs is built before fork (the child

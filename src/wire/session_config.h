@@ -57,10 +57,25 @@ struct SessionConfig {
   // warning; --observe off leaves CUPTI out (the diagnosis then says so).
   bool observe_launches = true;
   int verbosity = 0;              // -q: -1, -v: 1
+  // --sanitize TOOL: every worker runs under compute-sanitizer (session/sanitizer.h);
+  // "" runs them bare. sanitizer_path: the compute-sanitizer found for it.
+  std::string sanitize_tool;
+  std::string sanitizer_path;
+  // replay --dump DIR: every rank writes its case's tensors there as .npy
+  // (worker/case_dump.h); the replay command writes the manifest. "" none.
+  std::string dump_dir;
   // The one-line command that reruns a case with this configuration (built by
   // the app layer, app/replay.h; the session only copies it into CaseResult).
   std::function<std::string(const SessionConfig&, const Case&)> replay_line;
 };
+
+// Under compute-sanitizer every per-call deadline is this many times
+// --timeout (instrumented kernels run far slower); else --timeout itself.
+// Equal to kSanitizerTimeoutScale (session/sanitizer.h).
+inline constexpr double kSanitizedTimeoutScale = 20;
+inline double effective_timeout_s(const SessionConfig& c) {
+  return c.sanitize_tool.empty() ? c.timeout_s : c.timeout_s * kSanitizedTimeoutScale;
+}
 
 // config.replay_line(config, c), or "" when the caller set none.
 inline std::string replay_line_for(const SessionConfig& config, const Case& c) {

@@ -64,6 +64,8 @@ nlohmann::json worker_config_to_json(const WorkerConfig& config) {
       {"check_determinism", s.check_determinism},
       {"observe_launches", s.observe_launches},
       {"verbosity", s.verbosity},
+      {"sanitize_tool", s.sanitize_tool},
+      {"dump_dir", s.dump_dir},
   };
 }
 
@@ -93,6 +95,8 @@ WorkerConfig worker_config_from_json(const nlohmann::json& j) {
     s.check_determinism = j.at("check_determinism").get<bool>();
     s.observe_launches = j.at("observe_launches").get<bool>();
     s.verbosity = j.at("verbosity").get<int>();
+    s.sanitize_tool = j.at("sanitize_tool").get<std::string>();
+    s.dump_dir = j.at("dump_dir").get<std::string>();
     return c;
   } catch (const nlohmann::json::exception& e) {
     DCP_THROW(HarnessError, "malformed worker config: {}", e.what());

@@ -18,6 +18,7 @@
 #include <tuple>
 #include <utility>
 
+#include "case_dump.h"
 #include "case_runner.h"
 #include "errors.h"
 #include "exit_code.h"
@@ -115,6 +116,8 @@ class Worker {
   void join_finisher();
   nlohmann::json run_bench(const nlohmann::json& request);  // worker_bench.h
   RankCaseResult run_case_all_impls(const Case& c, int case_index, const std::string& pass);
+  void dump_case(const Case& c, const std::string& kernel, const std::vector<KeptCall>& calls,
+                 RankCaseResult& result);
 
   WorkerArgs args_;
   SocketChannel& channel_;
@@ -211,7 +214,7 @@ BackendConfig Worker::make_backend_config(int dcp_size, const Geometry& geometry
   bc.kernel = loaded(kernel);
   // Mutants belong to the kernel under test only (an --against kernel runs as shipped).
   bc.mutant = kernel == s.kernel.spec ? s.mutant : 0;
-  bc.spin_timeout_s = s.timeout_s;
+  bc.spin_timeout_s = effective_timeout_s(s);  // scaled under compute-sanitizer
   bc.device = config_.device;
   bc.status = board_->entry(args_.rank);
   bc.in_kernel = board_->in_kernel(args_.rank);
@@ -256,10 +259,12 @@ void Worker::build_backends() {
 // them, and the two are compared with each other (impl_agreement.h).
 RankCaseResult Worker::run_case_all_impls(const Case& c, int case_index, const std::string& pass) {
   const std::vector<std::string> all = kernels();
-  if (all.size() == 1) return run_case_once(c, case_index, pass, all.front());
+  const bool dump = !config_.session.dump_dir.empty();
+  if (all.size() == 1 && !dump) return run_case_once(c, case_index, pass, all.front());
   std::vector<KeptCall> first_out, second_out;
   RankCaseResult result = run_case_once(c, case_index, pass, all[0], &first_out);
-  if (!result.error.empty()) return result;
+  if (dump) dump_case(c, all[0], first_out, result);
+  if (all.size() == 1 || !result.error.empty()) return result;
   const RankCaseResult second =
       run_case_once(c, case_index, pass + "-against", all[1], &second_out);
   merge_results(result, second);
@@ -277,6 +282,22 @@ RankCaseResult Worker::run_case_all_impls(const Case& c, int case_index, const s
     result.failure = check_failure(result.num_mismatches, result.num_nan, result.passed);
   }
   return result;
+}
+
+// replay --dump: this rank's tensors of the kernel under test (the calls it
+// ran, a failed case's too). A dump that cannot be written is the harness's
+// failure, never hiding the kernel's own verdict.
+void Worker::dump_case(const Case& c, const std::string& kernel, const std::vector<KeptCall>& calls,
+                       RankCaseResult& result) {
+  try {
+    auto [bc, backend] = backend_for(c, kernel);
+    dump_rank_case(config_.session.dump_dir, c, *bc, calls, config_.session.profile);
+  } catch (const std::exception& e) {
+    result.error += fmt::format("{}dump to {} failed: {}", result.error.empty() ? "" : "; ",
+                                config_.session.dump_dir, e.what());
+    result.failure = headline(result.failure, FailureKind::kHarness);
+    result.passed = false;
+  }
 }
 
 RankCaseResult Worker::prepare_case(const Case& c, int case_index, const std::string& pass,
@@ -379,7 +400,8 @@ void Worker::run_one_case(const nlohmann::json& msg) {
                                    config_.session.world)
                      : fmt::format("cannot parse case id: {}", parse_error);
     result.failure = FailureKind::kHarness;
-  } else if (!config_.session.check_determinism && kernels().size() == 1) {
+  } else if (!config_.session.check_determinism && kernels().size() == 1 &&
+             config_.session.dump_dir.empty()) {
     std::unique_ptr<RankCaseRun> run;
     result = prepare_case(*c, index, "", kernels().front(), nullptr, run);
     if (run) {
@@ -436,8 +458,11 @@ void Worker::run() {
   } else {
     std::snprintf(board_->launch_table(args_.rank)->note,
                   sizeof board_->launch_table(args_.rank)->note, "launches not observed: %s",
-                  config_.session.backend == BackendKind::kGpu ? "--observe off"
-                                                               : "the host backend launches no kernels");
+                  config_.session.backend != BackendKind::kGpu
+                      ? "the host backend launches no kernels"
+                  : !config_.session.sanitize_tool.empty()
+                      ? "--sanitize (CUPTI and compute-sanitizer cannot both attach to a process)"
+                      : "--observe off");
   }
   rendezvous_ =
       std::make_unique<SocketRendezvous>(channel_, args_.rank, config_.gather_timeout_s, &early_);
