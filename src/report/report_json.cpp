@@ -2,7 +2,7 @@
 
 #include "errors.h"
 #include "report_file.h"
-#include "version.h"
+#include "version_info.h"
 
 namespace dcp {
 namespace {
@@ -96,6 +96,7 @@ nlohmann::ordered_json config_to_json(const RunReport& report) {
       {"check_determinism", c.check_determinism},
       {"verbosity", c.verbosity},
   };
+  if (c.mutant != 0) j["mutant"] = c.mutant;  // a test-only broken variant ran
   if (c.fault.kind != FaultSpec::Kind::kNone) {
     j["inject_fault"] = {{"kind", fault_kind_name(c.fault.kind)},
                          {"rank", c.fault.rank},
@@ -133,7 +134,7 @@ nlohmann::ordered_json report_to_json(const RunReport& report) {
   for (const auto& r : report.cases) cases.push_back(case_to_json(r));
   nlohmann::ordered_json j = {
       {"schema_version", kJsonSchemaVersion},
-      {"tool", {{"name", "dcp-check"}, {"version", DCP_VERSION}, {"git_revision", DCP_GIT_REVISION}}},
+      {"tool", version_json(version_info())},
       {"command", report.command},
       {"argv", report.argv},
       {"command_line", join_argv(report.argv)},
@@ -164,6 +165,13 @@ nlohmann::ordered_json report_to_json(const RunReport& report) {
                    {"hashes_identical", report.repeat->hashes_identical}};
   }
   if (report.coverage) j["coverage"] = nlohmann::json(*report.coverage);
+  if (report.shard) {
+    j["shard"] = {{"index", report.shard->index},
+                  {"count", report.shard->count},
+                  {"source", report.shard->source},
+                  {"suite_cases", report.shard->suite_cases},
+                  {"base_seed", report.shard->base_seed}};
+  }
   return j;
 }
 
