@@ -29,5 +29,6 @@ CLI::App* add_stress_command(CLI::App& app, CliContext& ctx);
 CLI::App* add_shrink_command(CLI::App& app, CliContext& ctx);
 CLI::App* add_selftest_command(CLI::App& app, CliContext& ctx);
 CLI::App* add_bench_command(CLI::App& app, CliContext& ctx);
+CLI::App* add_merge_command(CLI::App& app, CliContext& ctx);
 
 }  // namespace dcp

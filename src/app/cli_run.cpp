@@ -23,8 +23,8 @@ class RunCommand : public RunReportCommand {
       : RunReportCommand("run", argv, v.config, v.report), v_(v) {
     // Planned for the facts known before the session starts (one GPU per
     // rank); run() generates it again once the session has found its GPUs.
-    planned_ = select_cases(v.config.world, v.config.geometry, v.selection,
-                            run_target(v.config));
+    planned_ = shard_of(select_cases(v.config.world, v.config.geometry, v.selection,
+                                     run_target(v.config)));
     report_.suite = v.selection.suite;
     report_.filter = v.selection.filter;
     report_.seed = v.selection.seed;
@@ -40,13 +40,14 @@ class RunCommand : public RunReportCommand {
     report_.environment = session->environment();
     const SuiteOptions suite_opts =
         suite_options(config.world, g, v_.selection, session->target());
-    planned_ = select_cases(config.world, g, v_.selection, session->target());
+    planned_ = shard_of(select_cases(config.world, g, v_.selection, session->target()));
     report_.coverage = suite_coverage(planned_, suite_opts);  // of what runs, --filter included
+    if (const std::string note = shard_note(v_.shard); !note.empty()) life.term().info(note);
     life.term().begin(
-        fmt::format("dcp-check: suite {}{}, {} cases, world {} ({}), geometry {}, backend {}",
+        fmt::format("dcp-check: suite {}{}, {}, world {} ({}), geometry {}, backend {}",
                     v_.selection.suite,
                     v_.selection.filter.empty() ? "" : " --filter " + v_.selection.filter,
-                    planned_.size(), config.world, describe_groups(config.world),
+                    cases_text(), config.world, describe_groups(config.world),
                     g.name.empty() ? "custom" : g.name,
                     config.backend == BackendKind::kHost ? "host" : "gpu"),
         static_cast<int>(planned_.size()));
@@ -77,6 +78,22 @@ class RunCommand : public RunReportCommand {
   }
 
  private:
+  // This shard's part of the suite (all of it unsharded), recorded in the report.
+  std::vector<Case> shard_of(const std::vector<Case>& all) {
+    if (!v_.shard.sharded()) return all;
+    report_.shard = ReportShard{.index = v_.shard.index,
+                                .count = v_.shard.count,
+                                .source = v_.shard.source,
+                                .suite_cases = static_cast<int64_t>(all.size()),
+                                .base_seed = v_.selection.seed};
+    return take_shard(all, v_.shard);
+  }
+  std::string cases_text() const {
+    if (!report_.shard) return fmt::format("{} cases", planned_.size());
+    return fmt::format("shard {}: {} of {} cases", v_.shard.text(), planned_.size(),
+                       report_.shard->suite_cases);
+  }
+
   const ValidRun& v_;
 };
 
@@ -91,6 +108,7 @@ CLI::App* add_run_command(CLI::App& app, CliContext& ctx) {
   add_selection_options(sub, opts->selection);
   add_session_options(sub, opts->session);
   add_report_options(sub, opts->report, {.json = "docs/report-format.md", .junit = true});
+  add_shard_option(sub, opts->shard);
   sub->callback([opts, &ctx] {
     ctx.action = [opts, &ctx] {
       const ValidRun v = validate_run_options(*opts);
