@@ -43,6 +43,12 @@ int run_merge(const MergeOptions& o) {
   const MergedReport m = merge_reports(shards);
   const RunReport& r = m.report;
   TerminalReporter term(stdout, detect_terminal_style(o.report.verbosity()));
+  if (m.selftest) {
+    if (!o.report.junit_path.empty()) throw UsageError("merge: --junit: selftest reports have no JUnit");
+    if (!o.report.json_path.empty()) write_report_files({{o.report.json_path, m.json.dump(2) + "\n"}});
+    term.verdict(r.exit_code, m.verdict);
+    return r.exit_code;
+  }
   term.info(fmt::format("dcp-check merge: {} report{} of {} shard{}: {} {}, world {}, geometry {}, "
                         "backend {}",
                         shards.size(), shards.size() == 1 ? "" : "s", m.num_shards,

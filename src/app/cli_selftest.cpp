@@ -16,6 +16,7 @@
 #include "run_target.h"
 #include "session.h"
 #include "suites.h"
+#include "version_info.h"
 
 namespace dcp {
 namespace {
@@ -192,6 +193,8 @@ class SelftestCommand : public CommandBody {
     j["world"] = o_.world;
     j["geometry"] = o_.geometry.name;
     j["timeout_s"] = v_.base.timeout_s;
+    j["tool"] = version_json(version_info());
+    j["kernel"] = {{"name", v_.base.kernel.name}, {"sha256", v_.base.kernel.sha256}};
     j["exit_code"] = exit_code_;  // the process's, also when the run was cut short
     if (v_.shard.sharded()) {
       j["shard"] = {{"index", v_.shard.index}, {"count", v_.shard.count},

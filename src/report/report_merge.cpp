@@ -133,16 +133,112 @@ CaseResult case_from_report_json(const Json& j) {
   return r;
 }
 
+namespace {
+
+// selftest --json documents: the same suite, world, geometry, backend, kernel,
+// deadline and dcp-check; each shard's mutants; exit code the worst shard's.
+MergedReport merge_selftest(const std::vector<ShardReport>& shards) {
+  const auto id = [](const ShardReport& s) {
+    const Json& j = s.json;
+    if (!j.contains("tool") || !j.contains("kernel")) {
+      refuse(s.path + ": a selftest report without tool and kernel (an older dcp-check)");
+    }
+    return std::vector<std::pair<std::string, std::string>>{
+        {"dcp-check version", j["tool"].value("version", std::string()) + " (" +
+                                  j["tool"].value("git_revision", std::string()) + ")"},
+        {"suite", j.value("suite", std::string())},
+        {"world", std::to_string(j.value("world", 0))},
+        {"geometry", j.value("geometry", std::string())},
+        {"backend", j.value("backend", std::string())},
+        {"kernel", j["kernel"].value("name", std::string()) + " sha256 " +
+                       j["kernel"].value("sha256", std::string())},
+        {"timeout", std::to_string(j.value("timeout_s", 0.0))}};
+  };
+  const auto first_id = id(shards[0]);
+  for (size_t i = 1; i < shards.size(); ++i) {
+    if (!shards[i].json.contains("mutants")) {
+      refuse(fmt::format("{} is a selftest report and {} is not", shards[0].path, shards[i].path));
+    }
+    const auto other = id(shards[i]);
+    for (size_t f = 0; f < first_id.size(); ++f) {
+      if (other[f] != first_id[f]) {
+        refuse(fmt::format("{} and {} are not shards of one selftest: {} {} vs {}", shards[0].path,
+                           shards[i].path, first_id[f].first, first_id[f].second, other[f].second));
+      }
+    }
+  }
+  MergedReport m;
+  m.selftest = true;
+  m.num_shards = static_cast<int>(shards.size());
+  Json mutants = Json::array();
+  int code = kExitPass;
+  int detected = 0, survived = 0, not_here = 0;
+  double elapsed = 0;
+  bool correct_passed = true;
+  for (const ShardReport& s : shards) {
+    for (const Json& mu : s.json["mutants"]) mutants.push_back(mu);
+    code = worse(code, s.json.value("exit_code", kExitHarness));
+    detected += s.json.value("num_detected", 0);
+    survived += s.json.value("num_survived", 0);
+    not_here += s.json.value("num_not_catchable_here", 0);
+    elapsed = std::max(elapsed, s.json.value("elapsed_s", 0.0));
+    correct_passed = correct_passed && s.json.value("correct_passed", false);
+  }
+  std::sort(mutants.begin(), mutants.end(),
+            [](const Json& a, const Json& b) { return a.value("id", 0) < b.value("id", 0); });
+  m.json = shards[0].json;
+  m.json.erase("shard");
+  m.json["mutants"] = mutants;
+  m.json["num_detected"] = detected;
+  m.json["num_survived"] = survived;
+  m.json["num_not_catchable_here"] = not_here;
+  m.json["correct_passed"] = correct_passed;
+  m.json["elapsed_s"] = elapsed;
+  m.json["exit_code"] = code;
+  m.json["merged"] = {{"num_shards", m.num_shards}};
+  m.report.exit_code = code;
+  m.verdict = fmt::format("selftest: {} of {} mutants detected, {} survived{} over {} reports",
+                          detected, mutants.size(), survived,
+                          not_here > 0 ? fmt::format(", {} not catchable here", not_here) : "",
+                          shards.size());
+  return m;
+}
+
+}  // namespace
+
 MergedReport merge_reports(const std::vector<ShardReport>& shards) {
-  if (shards.empty()) refuse("needs at least one --json report of a run or stress shard");
+  if (shards.empty()) refuse("needs at least one --json report of a run, stress or selftest shard");
+  if (shards[0].json.is_object() && shards[0].json.contains("mutants")) {
+    // Every shard exactly once, as for runs.
+    std::map<int, std::string> seen;
+    int count = -1;
+    for (const ShardReport& s : shards) {
+      const ShardPos p = shard_of(s.json);
+      if (count >= 0 && p.count != count) {
+        refuse(fmt::format("{} is shard {}/{} but {} is of {} shards", s.path, p.index, p.count,
+                           shards[0].path, count));
+      }
+      count = p.count;
+      if (seen.count(p.index)) {
+        refuse(fmt::format("{} and {} are both shard {}/{}", seen[p.index], s.path, p.index, count));
+      }
+      seen[p.index] = s.path;
+    }
+    for (int k = 0; k < count; ++k) {
+      if (!seen.count(k)) {
+        refuse(fmt::format("shard {}/{} is missing ({} of {} reports given)", k, count,
+                           shards.size(), count));
+      }
+    }
+    return merge_selftest(shards);
+  }
   std::vector<std::vector<std::pair<std::string, std::string>>> ids;
   for (const ShardReport& s : shards) {
     const Json& j = s.json;
     if (!j.is_object() || !j.contains("schema_version") || !j.contains("tool") ||
         !j.contains("configuration")) {
       if (j.is_object() && j.contains("mutants")) {
-        refuse(s.path + ": a selftest report (merge takes run and stress reports; each selftest "
-                        "shard's exit code is its own verdict)");
+        refuse(fmt::format("{} is a selftest report and {} is not", s.path, shards[0].path));
       }
       refuse(s.path + ": not a dcp-check run or stress --json report");
     }

@@ -24,8 +24,12 @@ struct MergedReport {
   RunReport report;              // for the terminal summary and JUnit (exit_code set)
   nlohmann::ordered_json json;   // the merged --json document
   int num_shards = 1;
+  bool selftest = false;         // selftest reports: `json` and `verdict` only (no JUnit)
+  std::string verdict;           // selftest: the verdict line's detail
 };
 
+// Run and stress reports, or selftest reports (mutants merged, exit code the
+// worst shard's).
 MergedReport merge_reports(const std::vector<ShardReport>& shards);
 
 // One case of a --json report back as a result (report_json.h's case_to_json).
