@@ -39,8 +39,9 @@ ShardPos shard_of(const Json& j) {
 std::vector<std::pair<std::string, std::string>> identity(const Json& j) {
   const Json& c = j.at("configuration");
   const auto kernel_id = [](const Json& k) {
-    return k.is_null() ? std::string("none")
-                       : k.value("name", std::string()) + " sha256 " + k.value("sha256", std::string());
+    if (k.is_null()) return std::string("none");
+    const std::string sha = k.value("sha256", std::string());  // "" for a built-in kernel
+    return k.value("name", std::string()) + (sha.empty() ? "" : " sha256 " + sha);
   };
   std::vector<std::pair<std::string, std::string>> id = {
       {"command", j.at("command").get<std::string>()},
