@@ -139,5 +139,25 @@ else
   fail "stress shard 1/3 of a broken kernel: exit $rc, replay '$replay'"
 fi
 
+# selftest: the mutants split across shards; merged, the unsharded table.
+SELF=(selftest --backend host --world 2 --geometry tiny --fast --no-upstream -q
+  --mutants single-parity,no-base-conversion,combined-lse-base-2,global-recv-buffers,signed-epoch-order,host-mapped-params)
+expect 0 "selftest, unsharded" -- "${SELF[@]}" --json "$WORK/self.json"
+for k in 0 1 2; do
+  expect 0 "selftest shard $k/3" -- "${SELF[@]}" --shard "$k/3" --json "$WORK/self-$k.json"
+done
+expect 0 "merge of the selftest shards" -- merge "$WORK"/self-{0,1,2}.json --json "$WORK/selfm.json"
+grep -q '^PASS: selftest: 6 of 6 mutants detected' "$WORK/out" || fail "selftest merge verdict: $(tail -n 1 "$WORK/out")"
+python3 - "$WORK/self.json" "$WORK/selfm.json" <<'PY' && ok "the merged selftest holds the unsharded run's mutants and verdicts" ||
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+table = lambda r: sorted((m["id"], m["name"], m["verdict"]) for m in r["mutants"])
+assert table(a) == table(b), (table(a), table(b))
+assert a["exit_code"] == b["exit_code"] == 0 and b["merged"]["num_shards"] == 3
+PY
+  fail "the merged selftest differs from the unsharded one"
+refused "a selftest report with a run's" "is a selftest report and" -- "$WORK/self-0.json" "$WORK/s3-1.json"
+refused "a missing selftest shard" "shard 1/3 is missing" -- "$WORK/self-0.json" "$WORK/self-2.json"
+
 [[ $failures -eq 0 ]] || { echo "$failures check(s) failed"; exit 1; }
 echo "all shard/merge checks passed"

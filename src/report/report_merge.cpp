@@ -214,6 +214,9 @@ MergedReport merge_reports(const std::vector<ShardReport>& shards) {
     std::map<int, std::string> seen;
     int count = -1;
     for (const ShardReport& s : shards) {
+      if (!s.json.is_object() || !s.json.contains("mutants")) {
+        refuse(fmt::format("{} is a selftest report and {} is not", shards[0].path, s.path));
+      }
       const ShardPos p = shard_of(s.json);
       if (count >= 0 && p.count != count) {
         refuse(fmt::format("{} is shard {}/{} but {} is of {} shards", s.path, p.index, p.count,
