@@ -125,6 +125,8 @@ seed0=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["stress"
 seed1=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["stress"]["seed"])' "$WORK/st-1.json")
 [[ $seed0 != "$seed1" && $seed0 != 0x0000000000000007 ]] && ok "two shards, two seed streams ($seed0, $seed1)" ||
   fail "stress shards share a seed: $seed0 $seed1"
+expect 2 "stress --shard without --seed" -- stress --backend host --world 2 --iterations 1 --shard 0/2
+grep -q 'needs --seed' "$WORK/err" || fail "stress --shard without --seed: $(cat "$WORK/err")"
 expect 0 "merge of the stress shards" -- merge "$WORK/st-0.json" "$WORK/st-1.json" --json "$WORK/st.json"
 grep -q '^PASS: 10 scenarios' "$WORK/out" || fail "stress merge verdict: $(tail -n 1 "$WORK/out")"
 # A broken kernel found by a shard: its replay line reproduces it alone.

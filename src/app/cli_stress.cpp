@@ -91,6 +91,12 @@ ValidStress validate_stress_options(const StressOptions& o) {
   v.seed_given = o.seed.has_value();
   v.base_seed = o.seed ? parse_seed(*o.seed) : random_seed();
   v.shard = resolve_shard(o.shard);
+  if (v.shard.sharded() && !o.seed) {
+    // A random base seed per shard would make the shards unrelated (and unmergeable).
+    throw UsageError(fmt::format("shard {} ({}) needs --seed: every shard derives its seed from "
+                                 "the same base seed",
+                                 v.shard.text(), v.shard.source));
+  }
   touch_shard_status_file();
   v.seed = shard_seed(v.base_seed, v.shard);
   v.keep_going = o.keep_going;
