@@ -1,6 +1,7 @@
-// `dcp-check merge A.json B.json ...`: the --json reports of a sharded run or
-// stress campaign (--shard K/N) as one: the terminal summary of the whole run,
-// one verdict and exit code, and --json/--junit files of the merged report.
+// `dcp-check merge A.json B.json ...`: the --json reports of a sharded run,
+// stress campaign or selftest (--shard K/N) as one: the terminal summary of
+// the whole run, one verdict and exit code, and --json/--junit files of the
+// merged report (selftest: --json only).
 // Reports that are not shards of one run are refused (exit 2, one line).
 #include <fstream>
 #include <memory>
@@ -79,8 +80,8 @@ CLI::App* add_merge_command(CLI::App& app, CliContext& ctx) {
   auto opts = std::make_shared<MergeOptions>();
   CLI::App* sub = app.add_subcommand(
       "merge",
-      "Merge the --json reports of the shards of one run or stress campaign (--shard K/N) into "
-      "one verdict, exit code, JSON and JUnit");
+      "Merge the --json reports of the shards (--shard K/N) of one run, stress campaign or "
+      "selftest into one verdict, exit code, JSON and JUnit (docs/ci.md)");
   sub->add_option("reports", opts->inputs, "The shards' --json reports, every shard exactly once")
       ->required();
   add_report_options(sub, opts->report,

@@ -13,6 +13,7 @@
 #include "options.h"
 #include "run_report_command.h"
 #include "session.h"
+#include "sha256.h"
 
 namespace dcp {
 namespace {
@@ -81,11 +82,16 @@ class RunCommand : public RunReportCommand {
   // This shard's part of the suite (all of it unsharded), recorded in the report.
   std::vector<Case> shard_of(const std::vector<Case>& all) {
     if (!v_.shard.sharded()) return all;
-    report_.shard = ReportShard{.index = v_.shard.index,
-                                .count = v_.shard.count,
-                                .source = v_.shard.source,
-                                .suite_cases = static_cast<int64_t>(all.size()),
-                                .base_seed = v_.selection.seed};
+    std::string ids;
+    for (const Case& c : all) ids += format_case_id(c) + "\n";
+    ReportShard s;
+    s.index = v_.shard.index;
+    s.count = v_.shard.count;
+    s.source = v_.shard.source;
+    s.suite_cases = static_cast<int64_t>(all.size());
+    s.suite_sha256 = sha256_hex(ids);
+    s.base_seed = v_.selection.seed;
+    report_.shard = s;
     return take_shard(all, v_.shard);
   }
   std::string cases_text() const {

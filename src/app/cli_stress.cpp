@@ -136,10 +136,12 @@ class StressCommand : public RunReportCommand {
     report_.suite = kStressSuite;
     report_.seed = v.seed;
     if (v.shard.sharded()) {
-      report_.shard = ReportShard{.index = v.shard.index,
-                                  .count = v.shard.count,
-                                  .source = v.shard.source,
-                                  .base_seed = v.base_seed};
+      ReportShard s;
+      s.index = v.shard.index;
+      s.count = v.shard.count;
+      s.source = v.shard.source;
+      s.base_seed = v.base_seed;
+      report_.shard = s;
     }
   }
 

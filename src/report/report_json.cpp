@@ -170,6 +170,7 @@ nlohmann::ordered_json report_to_json(const RunReport& report) {
                   {"count", report.shard->count},
                   {"source", report.shard->source},
                   {"suite_cases", report.shard->suite_cases},
+                  {"suite_sha256", report.shard->suite_sha256},
                   {"base_seed", report.shard->base_seed}};
   }
   return j;

@@ -62,6 +62,11 @@ std::vector<std::pair<std::string, std::string>> identity(const Json& j) {
   } else {
     id.emplace_back("seed", std::to_string(c.at("seed").get<uint64_t>()));
   }
+  // run, last (the ids hold every field above): the whole case list each shard
+  // split, generated per machine (one with fewer GPUs may generate another).
+  if (j.contains("shard") && !j["shard"].is_null() && j.at("command") == "run") {
+    id.emplace_back("suite's case list (sha256)", j["shard"].value("suite_sha256", std::string()));
+  }
   return id;
 }
 

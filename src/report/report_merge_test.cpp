@@ -26,7 +26,14 @@ ShardReport shard(int k, int n, int total, const std::string& failing = "", int 
     if (c.status == CaseStatus::kFail) c.failure = FailureKind::kMismatch;
     r.cases.push_back(c);
   }
-  if (n > 1) r.shard = ReportShard{.index = k, .count = n, .source = "--shard", .suite_cases = total};
+  if (n > 1) {
+    ReportShard s;
+    s.index = k;
+    s.count = n;
+    s.source = "--shard";
+    s.suite_cases = total;
+    r.shard = s;
+  }
   r.exit_code = exit_code(findings_of(r.cases, 0));
   return {"s" + std::to_string(k) + ".json", report_to_json(r)};
 }
@@ -62,6 +69,13 @@ TEST_CASE("merge: refuses a missing or repeated shard and reports of other runs"
   CHECK_THROWS_AS(merge_reports({shard(0, 2, 8), shard(1, 3, 8)}), UsageError);
   CHECK_THROWS_WITH_AS(merge_reports({shard(0, 2, 8), shard(1, 2, 8, "", 4)}),
                        "merge: s0.json and s1.json are not shards of one run: world 2 vs 4",
+                       UsageError);
+  // Shards that split different case lists (generated on machines that differ).
+  ShardReport other = shard(1, 2, 8);
+  other.json["shard"]["suite_sha256"] = "0123";
+  CHECK_THROWS_WITH_AS(merge_reports({shard(0, 2, 8), other}),
+                       "merge: s0.json and s1.json are not shards of one run: suite's case list "
+                       "(sha256)  vs 0123",
                        UsageError);
   CHECK_THROWS_AS(merge_reports({}), UsageError);
   ShardReport junk{"junk.json", {{"a", 1}}};

@@ -35,6 +35,7 @@ struct ReportShard {
   int count = 1;
   std::string source;      // "--shard" or the scheduler's variables
   int64_t suite_cases = 0;  // run: the cases of every shard together (before the split)
+  std::string suite_sha256; // run: of those cases' ids, one per line: every shard split the same list
   uint64_t base_seed = 0;   // stress: the seed every shard's own seed derives from
 };
 
