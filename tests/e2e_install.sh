@@ -83,6 +83,8 @@ else
   fail "the out-of-tree plugin does not build"
   tail -n 20 "$WORK/plugin/cfg.log" "$WORK/plugin/build.log"
 fi
+grep -qx "dcp_check_DIR:PATH=$P/lib/cmake/dcp_check" "$WORK/plugin/build/CMakeCache.txt" ||
+  fail "find_package found dcp_check elsewhere: $(grep dcp_check_DIR "$WORK/plugin/build/CMakeCache.txt")"
 [[ $(cat "$WORK/plugin/build/tool.txt" 2>/dev/null) == "$P/bin/dcp-check" ]] ||
   fail "dcp_check::dcp-check is not the installed binary: $(cat "$WORK/plugin/build/tool.txt" 2>/dev/null)"
 grep -rq "$SRC" "$WORK/plugin/build/CMakeCache.txt" "$WORK/plugin/build/build.ninja" \
