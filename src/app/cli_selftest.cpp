@@ -83,6 +83,7 @@ struct ValidSelftest {
   SessionConfig base;  // every session's config but the mutant, profile and geometry
   SelftestPlan plan;
   Shard shard;  // plan.mutants is this shard's part
+  size_t all_mutants = 0;  // before the split
   std::string rerun_prefix;
 };
 
@@ -103,11 +104,11 @@ ValidSelftest validate_selftest_options(const SelftestOptions& o) {
   }
   v.shard = resolve_shard(o.shard);
   touch_shard_status_file();
-  const size_t all_mutants = plan.mutants.size();
+  v.all_mutants = plan.mutants.size();
   plan.mutants = take_shard(plan.mutants, v.shard);
   if (plan.mutants.empty()) {
     throw UsageError(fmt::format("{} {}: no mutant left in this shard ({} mutants in all)",
-                                 v.shard.source, v.shard.text(), all_mutants));
+                                 v.shard.source, v.shard.text(), v.all_mutants));
   }
   // The suite is generated for the kernel's declaration (one GPU per rank
   // assumed); the upstream column stays the upstream test's own cases.
@@ -144,8 +145,9 @@ class SelftestCommand : public CommandBody {
                     v_.base.timeout_s, plan.fast ? ", --fast" : ""),
         0);
     if (v_.shard.sharded()) {
-      life.term().info(fmt::format("shard {}{}: these mutants of the kernel's", v_.shard.text(),
-                                   v_.shard.source == "--shard" ? "" : " from " + v_.shard.source));
+      life.term().info(fmt::format("shard {}{}: {} of the {} mutants", v_.shard.text(),
+                                   v_.shard.source == "--shard" ? "" : " from " + v_.shard.source,
+                                   plan.mutants.size(), v_.all_mutants));
     }
     // Ctrl-C reaches the workers too (same process group): stop between cases
     // instead of counting the resulting errors as detections.
