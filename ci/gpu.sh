@@ -10,6 +10,8 @@
 #   pressure = SM pressure: the pressure kernel and the pressure suite;
 #   observe = kernels observed from outside (CUPTI): the foreign-shaped example
 #   plugin's hangs diagnosed, residency warnings, --against, the tracing cost;
+#   install = cmake --install to a scratch prefix: the installed binary runs
+#   the main job under MPS and the example plugin built with find_package;
 #   litmus = weak-memory litmus tests with and without memory stress (--mps off, on);
 #   memstress = the memory-stress family, its mutants in selftest, its cost in stress;
 #   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md);
@@ -88,10 +90,21 @@ run_expect() {  # run_expect NAME WANT_RC ARGS...: one dcp-check run, its verdic
   record "$name (want $want)" "$rc" $((SECONDS - start)) "$verdict"
 }
 
+# The example plugin as a kernel team builds it: `cmake --install` this build
+# to PREFIX, then the installed example folder with find_package(dcp_check)
+# against PREFIX only. build_example PREFIX DIR LOG
+build_example() {
+  local prefix=$1 dir=$2 log=$3
+  rm -rf "$prefix" "$dir"  # a cache from another source folder would be refused
+  { cmake --install "$BUILD_DIR" --prefix "$prefix" &&
+      cmake -S "$prefix/share/dcp_check/example_plugin" -B "$dir" -G Ninja \
+        -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$prefix" &&
+      cmake --build "$dir" -j"$(nproc)"; } >"$log" 2>&1
+}
+
 step_plugin() {
   local start=$SECONDS rc dir=$BUILD_DIR/example-plugin
-  { cmake -S kernels/example_plugin -B "$dir" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 &&
-      cmake --build "$dir" -j"$(nproc)"; } >"$OUT/plugin-build.log" 2>&1
+  build_example "$BUILD_DIR/prefix" "$dir" "$OUT/plugin-build.log"
   rc=$?
   [[ $rc -eq 0 ]] || tail -n 30 "$OUT/plugin-build.log"
   record "example plugin build" "$rc" $((SECONDS - start)) "$OUT/plugin-build.log"
@@ -165,8 +178,7 @@ step_pressure() {
 # and give the forward-progress verdict; with --observe off, today's message.
 step_observe() {
   local dir=$BUILD_DIR/example-plugin log
-  cmake -S kernels/example_plugin -B "$dir" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 \
-    >"$OUT/plugin-build.log" 2>&1 && cmake --build "$dir" -j"$(nproc)" >>"$OUT/plugin-build.log" 2>&1
+  build_example "$BUILD_DIR/prefix" "$dir" "$OUT/plugin-build.log"
   local ex=$dir/libdcp_example_plugin.so foreign=$dir/libdcp_example_plugin_foreign.so
   run_expect "foreign pressure w2 mps" 1 --world 2 --mps on --suite pressure --timeout 3 \
     --kernel "$foreign" --json "$OUT/foreign-pressure.json"
@@ -284,6 +296,37 @@ step_dump() {
 }
 
 # The benchmark of docs/results (throughput): each run's JSON, then the table.
+# Issue 32: the installed binary (cmake --install to a scratch prefix, not
+# under $OUT) passes the main job, and runs the example plugin built from the
+# installed package with find_package(dcp_check); a sharded run merges.
+step_install() {
+  local start=$SECONDS rc prefix dir
+  prefix=$(mktemp -d /tmp/dcp-check-prefix.XXXXXX)
+  dir=$prefix/example-build
+  build_example "$prefix/p" "$dir" "$OUT/install-build.log"
+  rc=$?
+  [[ $rc -eq 0 ]] || tail -n 30 "$OUT/install-build.log"
+  record "install + example via find_package" "$rc" $((SECONDS - start)) "$OUT/install-build.log"
+  if [[ $rc -eq 0 ]]; then
+    local saved=$BIN
+    BIN=$prefix/p/bin/dcp-check
+    "$BIN" --version | tee "$OUT/install-version.txt"
+    run_expect "installed w4 kimi mps" 0 --world 4 --geometry kimi --mps on \
+      --json "$OUT/installed-w4.json" --junit "$OUT/installed-w4.xml"
+    run_expect "installed example plugin w2" 0 --world 2 --kernel "$dir/libdcp_example_plugin.so" \
+      --json "$OUT/installed-plugin-w2.json"
+    local k
+    for k in 0 1 2; do
+      "$BIN" --world 2 --suite smoke --shard "$k/3" --json "$OUT/installed-shard-$k.json" -q \
+        >"$OUT/installed-shard-$k.log" 2>&1
+    done
+    run_expect "installed shards merged" 0 merge "$OUT"/installed-shard-{0,1,2}.json \
+      --json "$OUT/installed-merged.json" --junit "$OUT/installed-merged.xml"
+    BIN=$saved
+  fi
+  rm -rf "$prefix"
+}
+
 step_perf() {
   local start=$SECONDS rc
   PERF_DURATION=${PERF_DURATION:-20s}
@@ -301,8 +344,8 @@ step_perf() {
 
 for s in "${steps[@]}"; do
   case $s in
-    build | unit | test | demo | plugin | families | pressure | observe | litmus | memstress | perf | sanitize | dump) ;;
-    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure observe litmus memstress perf sanitize dump)" >&2; exit 2 ;;
+    build | unit | test | demo | plugin | families | pressure | observe | install | litmus | memstress | perf | sanitize | dump) ;;
+    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure observe install litmus memstress perf sanitize dump)" >&2; exit 2 ;;
   esac
 done
 
@@ -319,6 +362,7 @@ for s in "${steps[@]}"; do
     observe) step_observe ;;
     litmus) step_litmus ;;
     memstress) step_memstress ;;
+    install) step_install ;;
     perf) step_perf ;;
     sanitize) step_sanitize ;;
     dump) step_dump ;;

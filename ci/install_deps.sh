@@ -34,12 +34,16 @@ REQUIRED=(
 )
 # Nice to have: e2e_junit_xmllint and e2e_junit_junitparser validate JUnit with
 # them (CTest lists each as skipped, by name, when its validator is missing);
-# Python's own XML parser checks JUnit always. NumPy: e2e_dump (same rule).
+# Python's own XML parser checks JUnit always. dpkg-shlibdeps lets CPack name
+# the .deb's dependencies from the binary (else a fixed Debian 12 list);
+# e2e_install checks dcp_check.pc with pkg-config when it is there. NumPy:
+# e2e_dump runs docs/dump_check.py on a dump (skipped by name without it).
 OPTIONAL=(
   "libxml2-utils:command -v xmllint"
   "python3-junitparser:has_python_module junitparser"
-  # e2e_dump runs docs/dump_check.py on a dump (skipped by name without NumPy).
   "python3-numpy:has_python_module numpy"
+  "dpkg-dev:command -v dpkg-shlibdeps"
+  "pkgconf:command -v pkg-config"
 )
 
 missing_from() {

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The worked example plugin builds from its own CMake project against the
-# public header alone (kernels/dcp_kernel_plugin.h), and dcp-check's loader
-# accepts both of its libraries and reads their declarations. Running them
-# needs a GPU: ci/gpu.sh plugin does that.
+# The worked example plugin, as installed (<prefix>/share/dcp_check/example_plugin),
+# builds from its own CMake project against the installed package alone
+# (find_package(dcp_check), no path into this tree), and dcp-check's loader
+# accepts its libraries and reads their declarations. Running them needs a
+# GPU: ci/gpu.sh plugin and install do that.
 set -u
 BIN=${1:?usage: $0 path/to/dcp-check}
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=$(cd "$(dirname "$BIN")/.." && pwd)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
@@ -14,19 +16,20 @@ fi
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-# Only the plugin's own folder and the one public header: a copy of exactly
-# those is what a kernel author starts from.
-mkdir -p "$WORK/src/example_plugin"
-cp "$SRC"/kernels/example_plugin/CMakeLists.txt "$SRC"/kernels/example_plugin/*.cu "$WORK/src/example_plugin/"
-cp "$SRC/kernels/dcp_kernel_plugin.h" "$WORK/src/"
-if cmake -S "$WORK/src/example_plugin" -B "$WORK/build" -DCMAKE_CUDA_ARCHITECTURES=90 >"$WORK/cfg.log" 2>&1 &&
+# A copy of the installed example folder is what a kernel author starts from.
+cmake --install "$BUILD" --prefix "$WORK/prefix" >"$WORK/install.log" 2>&1 ||
+  { echo "FAIL: cmake --install"; tail -20 "$WORK/install.log"; exit 1; }
+cp -r "$WORK/prefix/share/dcp_check/example_plugin" "$WORK/src"
+if cmake -S "$WORK/src" -B "$WORK/build" -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DCMAKE_PREFIX_PATH="$WORK/prefix" >"$WORK/cfg.log" 2>&1 &&
   cmake --build "$WORK/build" -j"$(nproc)" >"$WORK/build.log" 2>&1; then
-  echo "ok   the example plugin builds from its own project against the public header alone"
+  echo "ok   the example plugin builds from its own project with find_package(dcp_check) against the installed package"
 else
   fail "the example plugin does not build"
   tail -20 "$WORK/cfg.log" "$WORK/build.log"
   exit 1
 fi
+grep -q "$SRC" "$WORK/build/CMakeCache.txt" && fail "the example's build refers to the source tree"
 for lib in libdcp_example_plugin.so libdcp_example_plugin_broken.so libdcp_example_plugin_foreign.so; do
   path="$WORK/build/$lib"
   exported=$(nm -D --defined-only "$path" | awk '$2 ~ /[BDRT]/ {print $3}' | grep -c '^dcpKernelPlugin' || true)

@@ -30,5 +30,6 @@ CLI::App* add_shrink_command(CLI::App& app, CliContext& ctx);
 CLI::App* add_selftest_command(CLI::App& app, CliContext& ctx);
 CLI::App* add_bench_command(CLI::App& app, CliContext& ctx);
 CLI::App* add_litmus_command(CLI::App& app, CliContext& ctx);
+CLI::App* add_merge_command(CLI::App& app, CliContext& ctx);
 
 }  // namespace dcp

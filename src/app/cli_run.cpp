@@ -13,6 +13,7 @@
 #include "options.h"
 #include "run_report_command.h"
 #include "session.h"
+#include "sha256.h"
 
 namespace dcp {
 namespace {
@@ -23,8 +24,8 @@ class RunCommand : public RunReportCommand {
       : RunReportCommand("run", argv, v.config, v.report), v_(v) {
     // Planned for the facts known before the session starts (one GPU per
     // rank); run() generates it again once the session has found its GPUs.
-    planned_ = select_cases(v.config.world, v.config.geometry, v.selection,
-                            run_target(v.config));
+    planned_ = shard_of(select_cases(v.config.world, v.config.geometry, v.selection,
+                                     run_target(v.config)));
     report_.suite = v.selection.suite;
     report_.filter = v.selection.filter;
     report_.seed = v.selection.seed;
@@ -40,13 +41,14 @@ class RunCommand : public RunReportCommand {
     report_.environment = session->environment();
     const SuiteOptions suite_opts =
         suite_options(config.world, g, v_.selection, session->target());
-    planned_ = select_cases(config.world, g, v_.selection, session->target());
+    planned_ = shard_of(select_cases(config.world, g, v_.selection, session->target()));
     report_.coverage = suite_coverage(planned_, suite_opts);  // of what runs, --filter included
+    if (const std::string note = shard_note(v_.shard); !note.empty()) life.term().info(note);
     life.term().begin(
-        fmt::format("dcp-check: suite {}{}, {} cases, world {} ({}), geometry {}, backend {}",
+        fmt::format("dcp-check: suite {}{}, {}, world {} ({}), geometry {}, backend {}",
                     v_.selection.suite,
                     v_.selection.filter.empty() ? "" : " --filter " + v_.selection.filter,
-                    planned_.size(), config.world, describe_groups(config.world),
+                    cases_text(), config.world, describe_groups(config.world),
                     g.name.empty() ? "custom" : g.name,
                     config.backend == BackendKind::kHost ? "host" : "gpu"),
         static_cast<int>(planned_.size()));
@@ -79,6 +81,27 @@ class RunCommand : public RunReportCommand {
   }
 
  private:
+  // This shard's part of the suite (all of it unsharded), recorded in the report.
+  std::vector<Case> shard_of(const std::vector<Case>& all) {
+    if (!v_.shard.sharded()) return all;
+    std::string ids;
+    for (const Case& c : all) ids += format_case_id(c) + "\n";
+    ReportShard s;
+    s.index = v_.shard.index;
+    s.count = v_.shard.count;
+    s.source = v_.shard.source;
+    s.suite_cases = static_cast<int64_t>(all.size());
+    s.suite_sha256 = sha256_hex(ids);
+    s.base_seed = v_.selection.seed;
+    report_.shard = s;
+    return take_shard(all, v_.shard);
+  }
+  std::string cases_text() const {
+    if (!report_.shard) return fmt::format("{} cases", planned_.size());
+    return fmt::format("shard {}: {} of {} cases", v_.shard.text(), planned_.size(),
+                       report_.shard->suite_cases);
+  }
+
   const ValidRun& v_;
 };
 
@@ -94,6 +117,7 @@ CLI::App* add_run_command(CLI::App& app, CliContext& ctx) {
   add_session_options(sub, opts->session);
   add_sanitize_option(sub, opts->session);
   add_report_options(sub, opts->report, {.json = "docs/report-format.md", .junit = true});
+  add_shard_option(sub, opts->shard);
   sub->callback([opts, &ctx] {
     ctx.action = [opts, &ctx] {
       const ValidRun v = validate_run_options(*opts);

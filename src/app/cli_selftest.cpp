@@ -16,6 +16,7 @@
 #include "run_target.h"
 #include "session.h"
 #include "suites.h"
+#include "version_info.h"
 
 namespace dcp {
 namespace {
@@ -33,6 +34,7 @@ struct SelftestOptions {
   bool fast = false;
   bool no_upstream = false;
   ReportOptions report;  // --json, -q, -v
+  std::string shard;     // K/N: this part of the mutants ("" : scheduler's variables, else 0/1)
 };
 
 class RealSelftestSession : public SelftestSession {
@@ -80,6 +82,8 @@ std::string rerun_prefix(const SelftestOptions& o, const SessionConfig& config) 
 struct ValidSelftest {
   SessionConfig base;  // every session's config but the mutant, profile and geometry
   SelftestPlan plan;
+  Shard shard;  // plan.mutants is this shard's part
+  size_t all_mutants = 0;  // before the split
   std::string rerun_prefix;
 };
 
@@ -97,6 +101,14 @@ ValidSelftest validate_selftest_options(const SelftestOptions& o) {
   if (plan.mutants.empty()) {
     throw UsageError(fmt::format("kernel '{}' declares no mutants: selftest has nothing to prove",
                                  v.base.kernel.name));
+  }
+  v.shard = resolve_shard(o.shard);
+  touch_shard_status_file();
+  v.all_mutants = plan.mutants.size();
+  plan.mutants = take_shard(plan.mutants, v.shard);
+  if (plan.mutants.empty()) {
+    throw UsageError(fmt::format("{} {}: no mutant left in this shard ({} mutants in all)",
+                                 v.shard.source, v.shard.text(), v.all_mutants));
   }
   // The suite is generated for the kernel's declaration (one GPU per rank
   // assumed); the upstream column stays the upstream test's own cases.
@@ -132,6 +144,11 @@ class SelftestCommand : public CommandBody {
                         : fmt::format("{} cases", plan.upstream_cases.size()),
                     v_.base.timeout_s, plan.fast ? ", --fast" : ""),
         0);
+    if (v_.shard.sharded()) {
+      life.term().info(fmt::format("shard {}{}: {} of the {} mutants", v_.shard.text(),
+                                   v_.shard.source == "--shard" ? "" : " from " + v_.shard.source,
+                                   plan.mutants.size(), v_.all_mutants));
+    }
     // Ctrl-C reaches the workers too (same process group): stop between cases
     // instead of counting the resulting errors as detections.
     SelftestPlan interruptible = plan;
@@ -178,7 +195,13 @@ class SelftestCommand : public CommandBody {
     j["world"] = o_.world;
     j["geometry"] = o_.geometry.name;
     j["timeout_s"] = v_.base.timeout_s;
+    j["tool"] = version_json(version_info());
+    j["kernel"] = {{"name", v_.base.kernel.name}, {"sha256", v_.base.kernel.sha256}};
     j["exit_code"] = exit_code_;  // the process's, also when the run was cut short
+    if (v_.shard.sharded()) {
+      j["shard"] = {{"index", v_.shard.index}, {"count", v_.shard.count},
+                    {"source", v_.shard.source}};
+    }
     if (report_.environment) j["environment"] = environment_to_json(*report_.environment);
     return {{o_.report.json_path, j.dump(2) + "\n"}};
   }
@@ -219,6 +242,7 @@ CLI::App* add_selftest_command(CLI::App& app, CliContext& ctx) {
   cmd->add_flag("--no-upstream", opts->no_upstream,
                 "Skip the upstream-profile column (the upstream suite at 3e-2 vs fp32)");
   add_report_options(cmd, opts->report, {.json = "the selftest table and verdicts"});
+  add_shard_option(cmd, opts->shard);
   cmd->callback([opts, &ctx] {
     ctx.action = [opts] {
       const ValidSelftest v = validate_selftest_options(*opts);

@@ -49,11 +49,14 @@ struct StressOptions {
   bool check_determinism = false;
   std::string mstress = "drawn";  // drawn | all | off
   ReportOptions report;  // --json, -q, -v (no --junit: failures only)
+  std::string shard;     // K/N ("" : from the scheduler's variables, else 0/1)
 };
 
 struct ValidStress {
   SessionConfig config;
-  uint64_t seed = 0;
+  uint64_t seed = 0;       // this shard's: shard_seed(base_seed, shard)
+  uint64_t base_seed = 0;  // --seed (or drawn)
+  Shard shard;
   bool seed_given = false;
   double duration_s = 0;   // 0: no time limit
   int64_t iterations = 0;  // 0: no count limit
@@ -97,7 +100,16 @@ ValidStress validate_stress_options(const StressOptions& o) {
   // Neither limit: a bounded default, never an endless run by accident.
   if (v.iterations == 0 && v.duration_s == 0) v.duration_s = kDefaultDurationS;
   v.seed_given = o.seed.has_value();
-  v.seed = o.seed ? parse_seed(*o.seed) : random_seed();
+  v.base_seed = o.seed ? parse_seed(*o.seed) : random_seed();
+  v.shard = resolve_shard(o.shard);
+  if (v.shard.sharded() && !o.seed) {
+    // A random base seed per shard would make the shards unrelated (and unmergeable).
+    throw UsageError(fmt::format("shard {} ({}) needs --seed: every shard derives its seed from "
+                                 "the same base seed",
+                                 v.shard.text(), v.shard.source));
+  }
+  touch_shard_status_file();
+  v.seed = shard_seed(v.base_seed, v.shard);
   v.keep_going = o.keep_going;
   v.shrink = !o.no_shrink;
   if (o.shrink_attempts < 1 || o.shrink_attempts > 100000) {
@@ -134,6 +146,14 @@ class StressCommand : public RunReportCommand {
       : RunReportCommand("stress", argv, v.config, v.report), v_(v), session_(v.config) {
     report_.suite = kStressSuite;
     report_.seed = v.seed;
+    if (v.shard.sharded()) {
+      ReportShard s;
+      s.index = v.shard.index;
+      s.count = v.shard.count;
+      s.source = v.shard.source;
+      s.base_seed = v.base_seed;
+      report_.shard = s;
+    }
   }
 
   void run(CommandLifecycle& life) override {
@@ -249,6 +269,12 @@ class StressCommand : public RunReportCommand {
     // Always printed, quiet or not: without it a failure-free run cannot be redone.
     term.note(fmt::format("seed 0x{:016x}{}", v_.seed,
                           v_.seed_given ? "" : " (random; rerun this run with --seed)"));
+    if (v_.shard.sharded()) {
+      // Its own stream: `--seed <this seed>` alone, or the base seed with the same --shard.
+      term.note(fmt::format("shard {}{}: seed derived from base seed 0x{:016x}", v_.shard.text(),
+                            v_.shard.source == "--shard" ? "" : " from " + v_.shard.source,
+                            v_.base_seed));
+    }
     if (v_.config.mutant != 0) {
       std::string name = std::to_string(v_.config.mutant);
       for (const MutantInfo& m : mutants_for(v_.config)) {
@@ -335,6 +361,7 @@ class StressCommand : public RunReportCommand {
                    {"startup_s", session_.startup_s()},
                    {"num_sessions", session_.num_started()},
                    {"keep_going", v_.keep_going},
+                   {"base_seed", fmt::format("0x{:016x}", v_.base_seed)},
                    {"failures", failures}};
     // A test-only broken variant ran: a reader must never take this for the real kernel.
     if (v_.config.mutant != 0) j["stress"]["mutant"] = v_.config.mutant;
@@ -389,6 +416,7 @@ CLI::App* add_stress_command(CLI::App& app, CliContext& ctx) {
   add_report_options(
       sub, opts->report,
       {.json = "the failing scenarios and a \"stress\" summary; docs/report-format.md"});
+  add_shard_option(sub, opts->shard);
   sub->callback([opts, &ctx] {
     ctx.action = [opts, &ctx] {
       const ValidStress v = validate_stress_options(*opts);

@@ -12,7 +12,7 @@
 #include "errors.h"
 #include "exit_code.h"
 #include "litmus_runner.h"
-#include "version.h"
+#include "version_info.h"
 #include "worker.h"
 
 namespace {
@@ -72,7 +72,10 @@ int cli_main(int argc, char** argv) {
   CLI::App app("dcp-check: tests a decode-context-parallel all-to-all + LSE combine kernel "
                "against a float64 reference, on every rank, every element.",
                "dcp-check");
-  app.set_version_flag("--version", std::string(DCP_VERSION) + " (" + DCP_GIT_REVISION + ")");
+  // One fact per line; the JSON reports' "tool" holds the same (version_info.h).
+  app.set_version_flag("--version", [] { return dcp::version_text(dcp::version_info()); },
+                       "Print the version, git revision, plugin ABI, CUDA runtime and driver, "
+                       "NCCL; one per line");
   app.footer(kFooter);
   app.require_subcommand(1);
   dcp::CliContext ctx;
@@ -86,6 +89,7 @@ int cli_main(int argc, char** argv) {
       dcp::add_selftest_command(app, ctx),
       dcp::add_bench_command(app, ctx),
       dcp::add_litmus_command(app, ctx),
+      dcp::add_merge_command(app, ctx),
   };
   std::vector<std::string> names;
   for (const CLI::App* c : commands) names.push_back(c->get_name());

@@ -352,6 +352,8 @@ ValidRun validate_run_options(const RunOptions& opts) {
   validate_report_options(opts.report);
   v.config = make_session_config(opts.session, opts.report, opts.world, g);
   v.report = opts.report;
+  v.shard = resolve_shard(opts.shard);
+  touch_shard_status_file();
   return v;
 }
 

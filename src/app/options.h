@@ -14,6 +14,7 @@
 
 #include "case.h"
 #include "session.h"
+#include "shard.h"
 
 namespace dcp {
 
@@ -75,6 +76,7 @@ struct RunOptions {
   SelectionOptions selection;
   SessionOptions session;
   ReportOptions report;
+  std::string shard;  // K/N ("" : from the scheduler's variables, else 0/1)
 };
 
 struct ListOptions {
@@ -114,6 +116,7 @@ struct ValidRun {
   SessionConfig config;
   CaseSelection selection;
   ReportOptions report;
+  Shard shard;
 };
 
 struct ValidList {

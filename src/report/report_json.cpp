@@ -2,7 +2,7 @@
 
 #include "errors.h"
 #include "report_file.h"
-#include "version.h"
+#include "version_info.h"
 
 namespace dcp {
 namespace {
@@ -100,6 +100,7 @@ nlohmann::ordered_json config_to_json(const RunReport& report) {
       {"sanitize", c.sanitize_tool.empty() ? nlohmann::ordered_json(nullptr)
                                            : nlohmann::ordered_json(c.sanitize_tool)},
   };
+  if (c.mutant != 0) j["mutant"] = c.mutant;  // a test-only broken variant ran
   if (c.fault.kind != FaultSpec::Kind::kNone) {
     j["inject_fault"] = {{"kind", fault_kind_name(c.fault.kind)},
                          {"rank", c.fault.rank},
@@ -142,7 +143,7 @@ nlohmann::ordered_json report_to_json(const RunReport& report) {
   for (const auto& r : report.cases) cases.push_back(case_to_json(r));
   nlohmann::ordered_json j = {
       {"schema_version", kJsonSchemaVersion},
-      {"tool", {{"name", "dcp-check"}, {"version", DCP_VERSION}, {"git_revision", DCP_GIT_REVISION}}},
+      {"tool", version_json(version_info())},
       {"command", report.command},
       {"argv", report.argv},
       {"command_line", join_argv(report.argv)},
@@ -173,6 +174,14 @@ nlohmann::ordered_json report_to_json(const RunReport& report) {
                    {"hashes_identical", report.repeat->hashes_identical}};
   }
   if (report.coverage) j["coverage"] = nlohmann::json(*report.coverage);
+  if (report.shard) {
+    j["shard"] = {{"index", report.shard->index},
+                  {"count", report.shard->count},
+                  {"source", report.shard->source},
+                  {"suite_cases", report.shard->suite_cases},
+                  {"suite_sha256", report.shard->suite_sha256},
+                  {"base_seed", report.shard->base_seed}};
+  }
   return j;
 }
 

@@ -3,6 +3,7 @@
 // so the three reports can never disagree (exit codes: exit_code.h).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,16 @@ struct RepeatSummary {  // replay --repeat K
   bool hashes_identical = true;
 };
 
+// `--shard K/N`: which part of the work this report holds (app/shard.h).
+struct ReportShard {
+  int index = 0;
+  int count = 1;
+  std::string source;      // "--shard" or the scheduler's variables
+  int64_t suite_cases = 0;  // run: the cases of every shard together (before the split)
+  std::string suite_sha256; // run: of those cases' ids, one per line: every shard split the same list
+  uint64_t base_seed = 0;   // stress: the seed every shard's own seed derives from
+};
+
 struct RunReport {
   std::string command;                  // "run", "replay", ...
   std::vector<std::string> argv;        // as typed
@@ -41,6 +52,7 @@ struct RunReport {
   std::optional<RepeatSummary> repeat;
   // `run`: the suite's pairwise coverage on the session's target (coverage.h).
   std::optional<Coverage> coverage;
+  std::optional<ReportShard> shard;     // absent: the whole run, unsharded
   std::string started_at;               // ISO 8601 UTC
   double wall_s = 0;
   int interrupted_by = 0;               // signal number, 0 if none

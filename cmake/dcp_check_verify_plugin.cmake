@@ -1,0 +1,35 @@
+# cmake -DPLUGIN=lib.so -P dcp_check_verify_plugin.cmake
+# Run after a plugin's link (dcp_check_add_plugin): fails the build unless the
+# library exports exactly one symbol, dcpKernelPlugin_v1, and resolves every
+# symbol it uses (ldd -r). The linker's own section markers do not count.
+if(NOT PLUGIN OR NOT EXISTS "${PLUGIN}")
+  message(FATAL_ERROR "dcp_check_verify_plugin: PLUGIN='${PLUGIN}' does not exist")
+endif()
+find_program(DCP_NM nm REQUIRED)
+execute_process(COMMAND ${DCP_NM} -D --defined-only "${PLUGIN}"
+  OUTPUT_VARIABLE symbols RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${PLUGIN}: nm -D failed (${rc})")
+endif()
+string(REPLACE "\n" ";" lines "${symbols}")
+set(exported "")
+foreach(line IN LISTS lines)
+  if(line MATCHES "^[0-9a-fA-F]* *[A-Za-z] ([^ ]+)$")
+    set(name "${CMAKE_MATCH_1}")
+    if(NOT name MATCHES "^(_init|_fini|_edata|_end|__bss_start)$")
+      list(APPEND exported "${name}")
+    endif()
+  endif()
+endforeach()
+if(NOT exported STREQUAL "dcpKernelPlugin_v1")
+  list(LENGTH exported n)
+  message(FATAL_ERROR "${PLUGIN}: exports ${n} symbols (${exported}); a dcp-check plugin "
+                      "exports exactly one, dcpKernelPlugin_v1 (docs/plugins.md)")
+endif()
+find_program(DCP_LDD ldd)
+if(DCP_LDD)
+  execute_process(COMMAND ${DCP_LDD} -r "${PLUGIN}" OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if("${out}${err}" MATCHES "undefined symbol: ([^ \t\n]+)")
+    message(FATAL_ERROR "${PLUGIN}: undefined symbol ${CMAKE_MATCH_1} (ldd -r)")
+  endif()
+endif()
