@@ -244,7 +244,7 @@ LitmusTally LitmusRunner::run_counter(const LitmusTest& test, const LitmusStress
 
 int litmus_peer_main(int argc, char** argv) {
   try {
-    if (argc != 12) throw UsageError("__litmus-peer: expects 10 arguments");
+    if (argc != 11) throw UsageError("__litmus-peer: expects 9 arguments");
     cudaIpcMemHandle_t handle{};
     if (!hex_decode(argv[2], &handle, sizeof handle)) throw UsageError("__litmus-peer: bad handle");
     auto num = [&](int k) { return std::stoull(argv[k]); };
