@@ -235,11 +235,15 @@ step_memstress() {
   run_expect "memstress w2 mps" 0 --world 2 --suite memstress --mps on
   run_expect "memstress w4 kimi mps" 0 --world 4 --geometry kimi --suite memstress --mps on
   run_expect "memstress w2 timesliced" 0 --world 2 --suite memstress --mps off
+  local ordering=relaxed-ordering,no-arrival-fence,relaxed-spinning-combine mode
   run_expect "selftest memstress w2 mps" 0 selftest --world 2 --suite memstress --mps on \
-    --mutants relaxed-ordering,no-arrival-fence
+    --mutants "$ordering"
   run_expect "selftest memstress w4 kimi mps" 0 selftest --world 4 --geometry kimi \
-    --suite memstress --mps on --mutants relaxed-ordering,no-arrival-fence
-  local mode
+    --suite memstress --mps on --mutants "$ordering"
+  # Without the stress axis: the same cases with -mstress removed.
+  run_expect "selftest no-mstress w2 mps" 1 selftest --world 2 --suite memstress --mps on \
+    --mutants "$ordering" --no-memory-stress
+  [[ ${MEMSTRESS_COST:-1} == 1 ]] || return 0
   for mode in off all off all; do
     run_expect "stress w4 mstress $mode" 0 stress --world 4 --geometry kimi --mps on \
       --duration 8s --seed 11 --mstress "$mode"

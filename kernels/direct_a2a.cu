@@ -151,7 +151,7 @@ __global__ void __launch_bounds__(256)
   const int part = kWithMutants ? part_id : kDispatchAll;
   if (p.pdl != 0 && mutant != kMutantNoGridDependencyWait) grid_dependency_wait();
   DirectSlotState* st = slot_state(p, mutant);
-  const bool relaxed = mutant == kMutantRelaxedOrdering;
+  const bool relaxed = mutant == kMutantRelaxedOrdering || mutant == kMutantRelaxedSpinningCombine;
   // The self part runs on the caller's stream, which counts combine_epoch.
   const uint32_t epoch =
       load_volatile(part == kDispatchSelf ? &st->combine_epoch : &st->epoch) + 1u;
@@ -267,7 +267,7 @@ __device__ __noinline__ void report_and_trap(WaitStatus* status, uint32_t* trap_
 template <bool kWithMutants>
 __device__ void wait_for_sources(const DirectA2AParams& p, DirectSlotState* st, uint32_t epoch,
                                  uint32_t parity, int mutant) {
-  const bool relaxed = mutant == kMutantRelaxedOrdering;
+  const bool relaxed = mutant == kMutantRelaxedOrdering || mutant == kMutantRelaxedSpinningCombine;
   const uint32_t* flags = p.flags[p.group_rank] + parity * p.dcp_size;
   const bool publish = blockIdx.x == 0 && p.status != nullptr;
   for (int s = 0; s < p.dcp_size; ++s) {
@@ -317,7 +317,7 @@ __global__ void __launch_bounds__(kCombineThreads)
   DirectSlotState* st = slot_state(p, mutant);
   const uint32_t epoch = call_epoch(st, mutant);
   const uint32_t parity = mutant == kMutantSingleParity ? 0u : (epoch & 1u);
-  if (mutant == kMutantSpinningCombineBlocks) {
+  if (mutant == kMutantSpinningCombineBlocks || mutant == kMutantRelaxedSpinningCombine) {
     // The mistake: no wait kernel; every combine block spins on the flags.
     if (threadIdx.x == 0) wait_for_sources<kWithMutants>(p, st, epoch, parity, mutant);
     __syncthreads();  // the acquire by thread 0 orders every thread's reads below
@@ -454,7 +454,7 @@ cudaError_t launch_impl(const DirectA2AParams& p, int mutant, cudaStream_t strea
                                                   dispatch_threads, stream);
   if (launched != cudaSuccess) return launched;
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
-  if (mutant != kMutantSpinningCombineBlocks) {
+  if (mutant != kMutantSpinningCombineBlocks && mutant != kMutantRelaxedSpinningCombine) {
     direct_wait_kernel<kWithMutants><<<1, 32, 0, stream>>>(p, mutant);
     if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
   }

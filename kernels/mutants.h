@@ -40,6 +40,7 @@ enum GpuMutantId : int {
   kMutantResizedStaging = 26,
   kMutantNoArrivalFence = 27,
   kMutantReadFarPastInput = 28,
+  kMutantRelaxedSpinningCombine = 29,
 };
 
 struct GpuMutantInfo {
@@ -194,6 +195,12 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "access and the address; without it the read faults as an illegal address (a trap that "
      "names no access) or, where something happens to be mapped there, goes unseen",
      true, "", false, 2, "", "", "--sanitize memcheck"},
+    {kMutantRelaxedSpinningCombine, "relaxed-spinning-combine", "memory-ordering",
+     "the upstream shape with relaxed flags (KERNELS.md failure mode 12): no wait kernel, every "
+     "combine block's thread 0 polls the flags with relaxed loads and the block reads the "
+     "payload right after; the last dispatch block stores the flag relaxed with no fence before "
+     "it or before the blocks' arrival count: a peer may read payload older than the flag",
+     true, "", /*needs_concurrent_ranks=*/true, 2, "memory-stress", "memstress"},
 };
 
 inline const GpuMutantInfo* find_gpu_mutant(int id) {

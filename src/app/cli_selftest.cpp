@@ -33,6 +33,7 @@ struct SelftestOptions {
   std::string mutants;     // comma-separated names or ids; "" = all
   bool fast = false;
   bool no_upstream = false;
+  bool no_memory_stress = false;  // the same cases with -mstress removed
   ReportOptions report;  // --json, -q, -v
   std::string shard;     // K/N: this part of the mutants ("" : scheduler's variables, else 0/1)
 };
@@ -51,10 +52,11 @@ class RealSelftestSession : public SelftestSession {
 };
 
 std::vector<Case> suite_cases(const std::string& suite, const SuiteOptions& suite_opts,
-                              const CaseSelection& selection) {
+                              const CaseSelection& selection, bool no_memory_stress) {
   std::vector<Case> cases;
   try {
     for (Case& c : build_suite(suite, suite_opts)) {
+      if (no_memory_stress) c.mstress = false;
       if (selection.matches(format_case_id(c))) cases.push_back(std::move(c));
     }
   } catch (const std::invalid_argument& e) {
@@ -75,6 +77,7 @@ std::string rerun_prefix(const SelftestOptions& o, const SessionConfig& config) 
   cmd += fmt::format(" --suite {} --seed {} --timeout {:g}", o.selection.suite, o.selection.seed,
                      config.timeout_s);
   if (o.session.mps != "auto") cmd += " --mps " + o.session.mps;
+  if (o.no_memory_stress) cmd += " --no-memory-stress";
   if (config.kernel.spec != kDefaultKernel) cmd += " --kernel " + config.kernel.spec;
   return cmd;
 }
@@ -116,14 +119,14 @@ ValidSelftest validate_selftest_options(const SelftestOptions& o) {
       .world = o.world, .geometry = geometry, .base_seed = selection.seed};
   SuiteOptions target_opts = suite_opts;
   target_opts.skip_reason = skip_reason_fn(run_target(v.base));
-  plan.cases = suite_cases(selection.suite, target_opts, selection);
+  plan.cases = suite_cases(selection.suite, target_opts, selection, o.no_memory_stress);
   if (plan.cases.empty()) {
     throw UsageError(fmt::format("--filter '{}': matches no case of suite {}", selection.filter,
                                  selection.suite));
   }
   // The filter applies to both columns: rerunning one case of the main suite
   // usually leaves no upstream case, and then the column is simply off.
-  if (!o.no_upstream) plan.upstream_cases = suite_cases("upstream", suite_opts, selection);
+  if (!o.no_upstream) plan.upstream_cases = suite_cases("upstream", suite_opts, selection, false);
   v.rerun_prefix = rerun_prefix(o, v.base);
   return v;
 }
@@ -241,6 +244,9 @@ CLI::App* add_selftest_command(CLI::App& app, CliContext& ctx) {
                 "Stop each mutant at its first detection (no per-mutant case count)");
   cmd->add_flag("--no-upstream", opts->no_upstream,
                 "Skip the upstream-profile column (the upstream suite at 3e-2 vs fp32)");
+  cmd->add_flag("--no-memory-stress", opts->no_memory_stress,
+                "Run the suite's cases without their memory stress (-mstress removed): what a "
+                "memory-ordering mutant does without the memory-stress family");
   add_report_options(cmd, opts->report, {.json = "the selftest table and verdicts"});
   add_shard_option(cmd, opts->shard);
   cmd->callback([opts, &ctx] {

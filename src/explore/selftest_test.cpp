@@ -568,7 +568,7 @@ TEST_CASE("selftest: a plugin mutant names its case family by a [family] prefix"
 }
 
 TEST_CASE("selftest: the memory-ordering mutants are caught by the memory-stress family") {
-  for (const char* name : {"relaxed-ordering", "no-arrival-fence"}) {
+  for (const char* name : {"relaxed-ordering", "no-arrival-fence", "relaxed-spinning-combine"}) {
     const GpuMutantInfo* m = find_gpu_mutant(std::string_view(name));
     REQUIRE(m != nullptr);
     CHECK(m->kind == "memory-ordering");

@@ -17,11 +17,12 @@ namespace {
 
 using nlohmann::json;
 
-// The probe on one H100 (../shared/GPU.md): stores to an 8 KiB region raised
-// message passing's weak rate the most.
+// `dcp-check litmus` on one H200 under MPS (docs/results/2026-12-06-h200-litmus.md):
+// a store then a load on an 8 KiB region raised message passing's weak rate the
+// most, between blocks and between processes.
 LitmusStress default_stress() {
   LitmusStress s;
-  s.pattern = StressPattern::kStoreStore;
+  s.pattern = StressPattern::kStoreLoad;
   s.blocks = 1;  // per SM
   s.scratch_words = 2048;
   s.stride_words = 32;
