@@ -56,11 +56,13 @@ std::vector<std::string> litmus_conclusions(const LitmusReport& r, bool* contrad
   for (LitmusPlacement p : {LitmusPlacement::kBlocks, LitmusPlacement::kStreams,
                             LitmusPlacement::kProcesses}) {
     const LitmusRow* most = nullptr;
+    uint64_t could = 0;  // instances or mid-write samples that could have been weak
     for (const auto& row : r.rows) {
       if (row.test.placement != p || row.test.shape != LitmusShape::kMp ||
           row.test.order != LitmusOrder::kRelaxed) {
         continue;
       }
+      could += row.tally.counter ? row.tally.overlapped + row.tally.weak : row.tally.iterations;
       if (most == nullptr || row.tally.weak_per_million() > most->tally.weak_per_million()) {
         most = &row;
       }
@@ -73,8 +75,9 @@ std::vector<std::string> litmus_conclusions(const LitmusReport& r, bool* contrad
                           placement_name(p), most->tally.weak_per_million(),
                           litmus_test_name(most->test), stress_name(most->stress))
             : fmt::format("relaxed message passing between {}: no weak outcome in any setting "
-                          "({} samples at most per setting)",
-                          placement_name(p), most->tally.iterations));
+                          "({} {} that could have shown one)",
+                          placement_name(p), could,
+                          most->tally.counter ? "samples taken mid-write" : "instances"));
   }
   for (const auto& row : r.rows) {
     if (row.tally.invalid > 0) {
