@@ -13,49 +13,40 @@ __device__ __forceinline__ uint64_t now_ns() {
   return t;
 }
 
+// One PTX access or fence, at .sys or .gpu scope: OP is the instruction up to
+// its scope, REST what follows it ("st.relaxed" ".global.u32 [%0], %1;").
+#define LITMUS_SCOPED_ASM(kSys, OP, REST, ...)        \
+  do {                                                  \
+    if constexpr (kSys) {                               \
+      asm volatile(OP ".sys" REST __VA_ARGS__);         \
+    } else {                                            \
+      asm volatile(OP ".gpu" REST __VA_ARGS__);         \
+    }                                                   \
+  } while (0)
+
 template <bool kSys>
 __device__ __forceinline__ void st_relaxed(uint32_t* p, uint32_t v) {
-  if constexpr (kSys) {
-    asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-  } else {
-    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-  }
+  LITMUS_SCOPED_ASM(kSys, "st.relaxed", ".global.u32 [%0], %1;", ::"l"(p), "r"(v) : "memory");
 }
 template <bool kSys>
 __device__ __forceinline__ void st_release(uint32_t* p, uint32_t v) {
-  if constexpr (kSys) {
-    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-  } else {
-    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-  }
+  LITMUS_SCOPED_ASM(kSys, "st.release", ".global.u32 [%0], %1;", ::"l"(p), "r"(v) : "memory");
 }
 template <bool kSys>
 __device__ __forceinline__ uint32_t ld_relaxed(const uint32_t* p) {
   uint32_t v;
-  if constexpr (kSys) {
-    asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  } else {
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  }
+  LITMUS_SCOPED_ASM(kSys, "ld.relaxed", ".global.u32 %0, [%1];", : "=r"(v) : "l"(p) : "memory");
   return v;
 }
 template <bool kSys>
 __device__ __forceinline__ uint32_t ld_acquire(const uint32_t* p) {
   uint32_t v;
-  if constexpr (kSys) {
-    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  } else {
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  }
+  LITMUS_SCOPED_ASM(kSys, "ld.acquire", ".global.u32 %0, [%1];", : "=r"(v) : "l"(p) : "memory");
   return v;
 }
 template <bool kSys>
 __device__ __forceinline__ void fence_sc() {
-  if constexpr (kSys) {
-    asm volatile("fence.sc.sys;" ::: "memory");
-  } else {
-    asm volatile("fence.sc.gpu;" ::: "memory");
-  }
+  LITMUS_SCOPED_ASM(kSys, "fence.sc", ";", ::: "memory");
 }
 
 // The first access of a thread and the second, ordered as `order` says for the

@@ -9,14 +9,9 @@
 # and every CI recipe (YAML) must call the gate script that ran here.
 # Usage: e2e_ci_docs.sh /path/to/dcp-check
 set -u
-BIN=${1:?usage: $0 path/to/dcp-check}
-SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=$(cd "$(dirname "$BIN")/.." && pwd)
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok   $*"; }
+# shellcheck source=expect_lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/expect_lib.bash"
+e2e_begin "$@"
 
 # Split the page: e2e/NN.sh (run), file blocks (written), other/NN.<lang> (checked).
 python3 - "$SRC/docs/ci.md" "$WORK" <<'PY' || { echo "FAIL: cannot split docs/ci.md"; exit 1; }

@@ -5,16 +5,12 @@
 # accepts its libraries and reads their declarations. Running them needs a
 # GPU: ci/gpu.sh plugin and install do that.
 set -u
-BIN=${1:?usage: $0 path/to/dcp-check}
-SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=$(cd "$(dirname "$BIN")/.." && pwd)
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+# shellcheck source=expect_lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/expect_lib.bash"
+e2e_begin "$@"
 if ! command -v nvcc >/dev/null 2>&1 && [[ -x /usr/local/cuda/bin/nvcc ]]; then
   export PATH=/usr/local/cuda/bin:$PATH
 fi
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 # A copy of the installed example folder is what a kernel author starts from.
 cmake --install "$BUILD" --prefix "$WORK/prefix" >"$WORK/install.log" 2>&1 ||

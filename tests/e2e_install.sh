@@ -11,14 +11,9 @@
 #   names its dependencies, and the unpacked tarball runs.
 # Usage: e2e_install.sh /path/to/dcp-check
 set -u
-BIN=${1:?usage: $0 path/to/dcp-check}
-SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=$(cd "$(dirname "$BIN")/.." && pwd)
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok   $*"; }
+# shellcheck source=expect_lib.bash
+source "$(dirname "${BASH_SOURCE[0]}")/expect_lib.bash"
+e2e_begin "$@"
 P=$WORK/prefix
 
 EXPECTED=(

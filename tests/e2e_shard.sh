@@ -15,7 +15,6 @@ BIN=${1:?usage: $0 path/to/dcp-check}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 source "$(dirname "${BASH_SOURCE[0]}")/expect_lib.bash"
-ok() { echo "ok   $*"; }
 # The default suite at the tiny geometry: ~80 cases, a few skipped, in about a second.
 RUN=(--backend host --world 2 --geometry tiny -q)
 LOUD=(--backend host --world 2 --geometry tiny)

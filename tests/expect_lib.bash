@@ -1,8 +1,19 @@
-# Sourced by the e2e tests that check exit codes: needs BIN and WORK set;
-# counts failures in $failures (the test exits non-zero when any).
+# Sourced by the e2e tests: expect() needs BIN and WORK set (e2e_begin sets
+# both); fail() counts failures in $failures (the test exits non-zero when any).
 failures=0
 
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+ok() { echo "ok   $*"; }
+
+# e2e_begin "$@": BIN (the test's one argument, path/to/dcp-check), SRC (the
+# repository), BUILD (the build tree above BIN), WORK (scratch, removed on exit).
+e2e_begin() {
+  BIN=${1:?usage: the test takes path/to/dcp-check}
+  SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  BUILD=$(cd "$(dirname "$BIN")/.." && pwd)
+  WORK=$(mktemp -d)
+  trap 'rm -rf "$WORK"' EXIT
+}
 
 expect() {  # expect CODE DESCRIPTION -- ARGS...: one dcp-check run, its exit code checked
   local want=$1 what=$2
