@@ -255,8 +255,7 @@ step_memstress() {
 # the sanitizer are in the summary (docs/results: the overhead).
 step_sanitize() {
   local dir=$BUILD_DIR/example-plugin token tool
-  cmake -S kernels/example_plugin -B "$dir" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 \
-    >"$OUT/plugin-build.log" 2>&1 && cmake --build "$dir" -j"$(nproc)" >>"$OUT/plugin-build.log" 2>&1
+  build_example "$BUILD_DIR/prefix" "$dir" "$OUT/plugin-build.log"
   local ex=$dir/libdcp_example_plugin.so
   # SANITIZE_SUITE=default for the whole default suite (minutes under memcheck).
   local suite=${SANITIZE_SUITE:-smoke}
