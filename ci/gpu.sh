@@ -94,7 +94,9 @@ run_expect() {  # run_expect NAME WANT_RC ARGS...: one dcp-check run, its verdic
 # to PREFIX, then the installed example folder with find_package(dcp_check)
 # against PREFIX only. build_example PREFIX DIR LOG
 build_example() {
-  local prefix=$1 dir=$2 log=$3
+  local prefix dir log=$3
+  prefix=$(realpath -m "$1")  # CMAKE_PREFIX_PATH must not be relative
+  dir=$(realpath -m "$2")
   rm -rf "$prefix" "$dir"  # a cache from another source folder would be refused
   { cmake --install "$BUILD_DIR" --prefix "$prefix" &&
       cmake -S "$prefix/share/dcp_check/example_plugin" -B "$dir" -G Ninja \

@@ -89,6 +89,19 @@ TEST_CASE("memcheck: kernel, access, size, address and where, thread and block")
   CHECK(f[1].address_note == "is misaligned");
 }
 
+TEST_CASE("memcheck: the address also when the tool says 'Access at'") {
+  const auto f = parse_sanitizer_report(
+      "========= Invalid __global__ read of size 4 bytes\n"
+      "=========     at void k(int)+0x1b0 in direct_a2a.cu:181\n"
+      "=========     by thread (0,0,0) in block (0,0,0)\n"
+      "=========     Access at 0x7f4c3e000400 is out of bounds\n"
+      "=========\n",
+      "memcheck", 0);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].address == "0x7f4c3e000400");
+  CHECK(f[0].address_note == "is out of bounds");
+}
+
 TEST_CASE("racecheck: both accesses and the kernel from the headline") {
   const auto f = parse_sanitizer_report(kRacecheck, "racecheck", 0);
   REQUIRE(f.size() == 1);
