@@ -128,8 +128,9 @@ void detail(std::string_view content, SanitizerFinding& f) {
     f.thread = std::string(
         trim(content.substr(10, in == std::string_view::npos ? content.npos : in - 10)));
     if (in != std::string_view::npos) f.block = std::string(trim(content.substr(in + 10)));
-  } else if (content.starts_with("Address ") || content.starts_with("Access at ")) {
-    // "Address 0x... is out of bounds" (older), "Access at 0x... is out of bounds".
+  } else if (content.starts_with("Address ") || content.starts_with("Access to ")) {
+    // "Address 0x... is out of bounds" (older), "Access to 0x... is out of bounds"
+    // (CUDA 13's compute-sanitizer, seen on the H100).
     std::string_view rest = content.substr(content.starts_with("Address ") ? 8 : 10);
     const size_t sp = rest.find(' ');
     f.address = std::string(rest.substr(0, sp));
