@@ -58,7 +58,7 @@ const std::vector<CaseFamily>& case_families() {
        "hammers a scratch region with the access pattern `dcp-check litmus` found best on this "
        "GPU (GPU only: the host skips them by name; alone as --suite memstress)",
        "payload stores that become visible after the flag: a flag stored or polled without "
-       "release/acquire or fence (relaxed-ordering, no-arrival-fence)",
+       "release/acquire or fence (relaxed-spinning-combine)",
        [](const Case& c) { return c.mstress; }},
       {"input-reuse",
        "right after each call returns, the caller's stream writes NaN over partial_output and "

@@ -88,7 +88,14 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
     {kMutantRelaxedOrdering, "relaxed-ordering", "memory-ordering",
      "flags stored and polled with relaxed system-scope accesses and no fences: the payload may "
      "become visible after the flag",
-     true, "", /*needs_concurrent_ranks=*/true, 2, "memory-stress", "memstress"},
+     false,
+     "measured on one H200 under MPS (docs/results/2026-12-06-h200-litmus.md): between processes "
+     "sharing a GPU a payload does become visible after a relaxed flag, but this kernel reads the "
+     "payload in a combine kernel launched after its wait kernel ended, microseconds after the "
+     "flag, by when the stores have landed; it survived the memory-stress family at --world 2 "
+     "and 4 (relaxed-spinning-combine, which reads right after its poll, was caught). It needs "
+     "ranks on distinct GPUs",
+     /*needs_concurrent_ranks=*/true, 2, "memory-stress", "memstress"},
     {kMutantIgnoreOutStride, "ignore-out-stride", "indexing",
      "partial_output rows are addressed with W*H*D instead of the padded token stride", true, ""},
     {kMutantIgnoreLseStride, "ignore-lse-stride", "indexing",
@@ -187,7 +194,14 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "__threadfence_system() first; the last block still fences and releases the flag, but the "
      "other blocks' payload stores are not ordered before their count, so a peer may read "
      "payload that is not there yet (the classic threadFenceReduction mistake)",
-     true, "", /*needs_concurrent_ranks=*/true, 2, "memory-stress", "memstress"},
+     false,
+     "measured on one H200 under MPS (docs/results/2026-12-06-h200-litmus.md): between processes "
+     "sharing a GPU a payload does become visible after a relaxed flag, but this kernel reads the "
+     "payload in a combine kernel launched after its wait kernel ended, microseconds after the "
+     "flag, by when the stores have landed; it survived the memory-stress family at --world 2 "
+     "and 4 (relaxed-spinning-combine, which reads right after its poll, was caught). It needs "
+     "ranks on distinct GPUs",
+     /*needs_concurrent_ranks=*/true, 2, "memory-stress", "memstress"},
     {kMutantReadFarPastInput, "read-far-past-input", "indexing",
      "the dispatch's first thread reads one word 1 TiB past the start of partial_output (a row "
      "offset taken in bytes and scaled again), outside every allocation, and never uses the value: "
