@@ -107,24 +107,31 @@ for case in report["cases"]:
 print(f"ok   JSON report: {counts}")
 PY
 
-# The pressure suite needs SMs: on the host every case is skipped by name and
-# the run is not a pass (exit 2, "every selected case was skipped").
-timeout 60 "$BIN" --backend host --world 2 --geometry tiny --suite pressure --json press.json \
-  >press.out 2>press.err </dev/null
-rc=$?
-if [[ $rc -ne 2 ]] || ! grep -q 'every selected case was skipped' press.out press.err; then
-  fail "--suite pressure on the host: exit $rc, want 2 with 'every selected case was skipped'"
-  tail -n 5 press.out press.err
-elif ! python3 - press.json <<'PY'; then
+# The pressure and memstress suites need the GPU: on the host every case is
+# skipped by name and the run is not a pass (exit 2, "every selected case was
+# skipped"). gpu_only_suite SUITE ID-TOKEN REASON
+gpu_only_suite() {
+  local suite=$1 token=$2 reason=$3 rc
+  timeout 60 "$BIN" --backend host --world 2 --geometry tiny --suite "$suite" \
+    --json "$suite.json" >"$suite.out" 2>"$suite.err" </dev/null
+  rc=$?
+  if [[ $rc -ne 2 ]] || ! grep -q 'every selected case was skipped' "$suite.out" "$suite.err"; then
+    fail "--suite $suite on the host: exit $rc, want 2 with 'every selected case was skipped'"
+    tail -n 5 "$suite.out" "$suite.err"
+  elif ! python3 - "$suite.json" "$token" "$reason" <<'PY'; then
 import json, sys
 r = json.load(open(sys.argv[1]))
-assert r["cases"] and all(c["status"] == "skipped" and "-press" in c["id"] and
-                          "SM pressure needs the GPU backend" in c["message"] for c in r["cases"])
+token, reason = sys.argv[2], sys.argv[3]
+assert r["cases"] and all(c["status"] == "skipped" and token in c["id"] and
+                          reason in c["message"] for c in r["cases"])
 PY
-  fail "--suite pressure on the host: cases not skipped by name"
-else
-  echo "ok   --suite pressure on the host: every case skipped by name (SM pressure needs the GPU backend), exit 2"
-fi
+    fail "--suite $suite on the host: cases not skipped by name"
+  else
+    echo "ok   --suite $suite on the host: every case skipped by name ($reason), exit 2"
+  fi
+}
+gpu_only_suite pressure -press "SM pressure needs the GPU backend"
+gpu_only_suite memstress -mstress "memory stress needs the GPU backend"
 
 echo "$failures failures"
 [[ $failures -eq 0 ]]
