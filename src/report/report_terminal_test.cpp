@@ -215,3 +215,20 @@ TEST_CASE("--against: the agreement line sums ranks and cases, and names the lar
 
 }  // namespace
 }  // namespace dcp
+
+namespace dcp {
+namespace {
+
+TEST_CASE("memory stress: its setting is printed when a memory-stress case ran, not otherwise") {
+  RunReport report = sample_report();
+  report.environment = EnvironmentInfo{};
+  report.environment->memory_stress = "st-ld on 8 KiB, 1 block of 256 threads per SM (default)";
+  CHECK(render(0, report).find("memory stress: st-ld on 8 KiB") == std::string::npos);
+  report.cases[2].scenario->mstress = true;
+  CHECK(render(0, report).find("memory stress: st-ld on 8 KiB") != std::string::npos);
+  report.cases[2].status = CaseStatus::kSkipped;
+  CHECK(render(0, report).find("memory stress:") == std::string::npos);
+}
+
+}  // namespace
+}  // namespace dcp
