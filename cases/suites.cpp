@@ -29,6 +29,12 @@ void set_seed(Case& c, uint64_t base_seed) {
   c.seed = mix64(fnv1a(id) ^ mix64(base_seed + kGolden)) & 0xFFFFFF;
 }
 
+// Appends `c` unless an equal case is already there (families built from a few
+// parameters per group size may repeat one).
+void add_unique(std::vector<Case>& cases, const Case& c) {
+  if (std::find(cases.begin(), cases.end(), c) == cases.end()) cases.push_back(c);
+}
+
 void finish(std::vector<Case>& cases, uint64_t base_seed) {
   for (Case& c : cases) set_seed(c, base_seed);
 }
@@ -146,7 +152,7 @@ std::vector<Case> graph_set_cases(const SuiteOptions& opts, const Geometry& g) {
         c.mode = ExecMode::kGraphSet;
         c.num_calls = 8;
         if (slots == 2) set_stride(c, Stride::kPadBoth), c.churn = true;
-        if (std::find(cases.begin(), cases.end(), c) == cases.end()) cases.push_back(c);
+        add_unique(cases, c);
       }
     }
   }
@@ -166,7 +172,7 @@ std::vector<Case> pressure_cases(const SuiteOptions& opts, const Geometry& g) {
     Case c = family_case(g, w, tokens, mode, calls, /*slots=*/2, e);
     c.pressure = pressure;
     c.skew = skew;
-    if (std::find(cases.begin(), cases.end(), c) == cases.end()) cases.push_back(c);
+    add_unique(cases, c);
   };
   for (int w : dcp_sizes_for_world(opts.world)) {
     add(w, 90, 64, ExecMode::kPipelined, 8, true, EmptyPattern::kNone);
@@ -189,7 +195,7 @@ std::vector<Case> memstress_cases(const SuiteOptions& opts, const Geometry& g) {
     Case c = family_case(g, w, tokens, mode, calls, slots, e);
     c.mstress = true;
     c.skew = skew;
-    if (std::find(cases.begin(), cases.end(), c) == cases.end()) cases.push_back(c);
+    add_unique(cases, c);
   };
   for (int w : dcp_sizes_for_world(opts.world)) {
     add(w, 64, ExecMode::kPipelined, 16, 2, true, EmptyPattern::kNone);
@@ -213,7 +219,7 @@ std::vector<Case> reuse_cases(const SuiteOptions& opts, const Geometry& g) {
     Case c = family_case(g, w, tokens, mode, calls, slots, e);
     c.reuse = true;
     c.skew = true;
-    if (std::find(cases.begin(), cases.end(), c) == cases.end()) cases.push_back(c);
+    add_unique(cases, c);
   };
   for (int w : dcp_sizes_for_world(opts.world)) {
     add(w, 1, ExecMode::kEager, 2, 1, EmptyPattern::kNone);
