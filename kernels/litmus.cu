@@ -190,16 +190,24 @@ __device__ __forceinline__ uint32_t* counter_control(uint32_t* mem, int instance
   return mem + static_cast<size_t>(2 * instances) * 32;
 }
 
-__global__ void __launch_bounds__(kLitmusThreads)
-    counter_writer_kernel(CounterLaunch l, LitmusStress stress, uint32_t* scratch) {
+// A counter launch's thread: a stress block's threads stress until the test
+// threads are done and return false; a test thread gets its index in *t.
+__device__ bool counter_test_thread(const CounterLaunch& l, const LitmusStress& stress,
+                                    uint32_t* scratch, uint32_t* t) {
   const uint32_t test_blocks = (l.instances + kLitmusThreads - 1) / kLitmusThreads;
   if (blockIdx.x >= test_blocks) {
     stress_loop(stress, scratch, (blockIdx.x - test_blocks) * kLitmusThreads + threadIdx.x,
                 l.words + 1, static_cast<uint32_t>(l.instances));
-    return;
+    return false;
   }
-  const uint32_t t = blockIdx.x * kLitmusThreads + threadIdx.x;
-  if (t >= static_cast<uint32_t>(l.instances)) return;
+  *t = blockIdx.x * kLitmusThreads + threadIdx.x;
+  return *t < static_cast<uint32_t>(l.instances);
+}
+
+__global__ void __launch_bounds__(kLitmusThreads)
+    counter_writer_kernel(CounterLaunch l, LitmusStress stress, uint32_t* scratch) {
+  uint32_t t = 0;
+  if (!counter_test_thread(l, stress, scratch, &t)) return;
   uint32_t* control = counter_control(l.mem, l.instances);
   const uint64_t start = now_ns();
   while (ld_relaxed<true>(control) == 0u && now_ns() - start < l.wait_ns) {
@@ -215,14 +223,8 @@ __global__ void __launch_bounds__(kLitmusThreads)
 
 __global__ void __launch_bounds__(kLitmusThreads)
     counter_reader_kernel(CounterLaunch l, LitmusStress stress, uint32_t* scratch) {
-  const uint32_t test_blocks = (l.instances + kLitmusThreads - 1) / kLitmusThreads;
-  if (blockIdx.x >= test_blocks) {
-    stress_loop(stress, scratch, (blockIdx.x - test_blocks) * kLitmusThreads + threadIdx.x,
-                l.words + 1, static_cast<uint32_t>(l.instances));
-    return;
-  }
-  const uint32_t t = blockIdx.x * kLitmusThreads + threadIdx.x;
-  if (t >= static_cast<uint32_t>(l.instances)) return;
+  uint32_t t = 0;
+  if (!counter_test_thread(l, stress, scratch, &t)) return;
   uint32_t* control = counter_control(l.mem, l.instances);
   if (t == 0) st_relaxed<true>(control, 1u);
   const uint64_t start = now_ns();

@@ -43,6 +43,15 @@ enum GpuMutantId : int {
   kMutantRelaxedSpinningCombine = 29,
 };
 
+// Why the built-in's flag-ordering mutants are not catchable on a shared GPU.
+inline constexpr std::string_view kReaderAfterWaitKernel =
+    "measured on one H200 under MPS (docs/results/2026-12-06-h200-litmus.md): between processes "
+    "sharing a GPU a payload does become visible after a relaxed flag, but this kernel reads the "
+    "payload in a combine kernel launched after its wait kernel ended, microseconds after the "
+    "flag, by when the stores have landed; it survived the memory-stress family at --world 2 "
+    "and 4 (relaxed-spinning-combine, which reads right after its poll, was caught). It needs "
+    "ranks on distinct GPUs";
+
 struct GpuMutantInfo {
   int id;
   std::string_view name;
@@ -89,12 +98,7 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "flags stored and polled with relaxed system-scope accesses and no fences: the payload may "
      "become visible after the flag",
      false,
-     "measured on one H200 under MPS (docs/results/2026-12-06-h200-litmus.md): between processes "
-     "sharing a GPU a payload does become visible after a relaxed flag, but this kernel reads the "
-     "payload in a combine kernel launched after its wait kernel ended, microseconds after the "
-     "flag, by when the stores have landed; it survived the memory-stress family at --world 2 "
-     "and 4 (relaxed-spinning-combine, which reads right after its poll, was caught). It needs "
-     "ranks on distinct GPUs",
+     kReaderAfterWaitKernel,
      /*needs_concurrent_ranks=*/true, 2, "memory-stress", "memstress"},
     {kMutantIgnoreOutStride, "ignore-out-stride", "indexing",
      "partial_output rows are addressed with W*H*D instead of the padded token stride", true, ""},
@@ -195,12 +199,7 @@ inline constexpr GpuMutantInfo kGpuMutants[] = {
      "other blocks' payload stores are not ordered before their count, so a peer may read "
      "payload that is not there yet (the classic threadFenceReduction mistake)",
      false,
-     "measured on one H200 under MPS (docs/results/2026-12-06-h200-litmus.md): between processes "
-     "sharing a GPU a payload does become visible after a relaxed flag, but this kernel reads the "
-     "payload in a combine kernel launched after its wait kernel ended, microseconds after the "
-     "flag, by when the stores have landed; it survived the memory-stress family at --world 2 "
-     "and 4 (relaxed-spinning-combine, which reads right after its poll, was caught). It needs "
-     "ranks on distinct GPUs",
+     kReaderAfterWaitKernel,
      /*needs_concurrent_ranks=*/true, 2, "memory-stress", "memstress"},
     {kMutantReadFarPastInput, "read-far-past-input", "indexing",
      "the dispatch's first thread reads one word 1 TiB past the start of partial_output (a row "
