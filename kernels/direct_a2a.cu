@@ -42,6 +42,7 @@
 
 #include "combine_device.cuh"
 #include "direct_a2a.h"
+#include "global_timer.cuh"
 #include "mutants.h"
 
 namespace dcp {
@@ -65,12 +66,6 @@ enum DispatchPart : int { kDispatchAll = 0, kDispatchSelf = 1, kDispatchPeers = 
 constexpr size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 // ---------------------------------------------------------------- PTX helpers
-
-__device__ __forceinline__ uint64_t global_timer_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 __device__ __forceinline__ void store_release_sys(uint32_t* p, uint32_t v) {
   asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");

@@ -2,14 +2,10 @@
 
 #include <algorithm>
 
+#include "global_timer.cuh"
+
 namespace dcp {
 namespace {
-
-__device__ __forceinline__ uint64_t global_timer_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 // Elements [t0, t1) token rows of both inputs, by thread `first` of `step`.
 __device__ void write_rows(const SlowProducerParams& p, int t0, int t1, int64_t first,

@@ -4,14 +4,10 @@
 // reorders is the hardware.
 #include "litmus.h"
 
+#include "global_timer.cuh"
+
 namespace dcp {
 namespace {
-
-__device__ __forceinline__ uint64_t now_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 // One PTX access or fence, at .sys or .gpu scope: OP is the instruction up to
 // its scope, REST what follows it ("st.relaxed" ".global.u32 [%0], %1;").
@@ -112,7 +108,7 @@ __global__ void __launch_bounds__(kLitmusThreads)
     corun_stress_kernel(LitmusStress s, uint32_t* scratch, const volatile uint32_t* stop,
                         uint64_t max_ns) {
   __shared__ int done;
-  const uint64_t start = now_ns();
+  const uint64_t start = global_timer_ns();
   if (threadIdx.x == 0) done = stop != nullptr && *stop != 0u ? 1 : 0;
   __syncthreads();
   volatile uint32_t* v = scratch;
@@ -122,7 +118,7 @@ __global__ void __launch_bounds__(kLitmusThreads)
   for (uint32_t it = 0; !done;) {
     for (int k = 0; k < 1024; ++k, ++it) stress_step(s, v, mask, id, it, sink);
     __syncthreads();  // nobody reads `done` while thread 0 writes it
-    if (threadIdx.x == 0 && ((stop != nullptr && *stop != 0u) || now_ns() - start >= max_ns)) {
+    if (threadIdx.x == 0 && ((stop != nullptr && *stop != 0u) || global_timer_ns() - start >= max_ns)) {
       done = 1;
     }
     __syncthreads();
@@ -146,8 +142,8 @@ __global__ void __launch_bounds__(kLitmusThreads)
   if (t >= test_threads) return;
   // Arrive, then wait (at most 2 ms) for every test thread: the roles overlap.
   atomicAdd(words, 1u);
-  const uint64_t start = now_ns();
-  while (*reinterpret_cast<volatile uint32_t*>(words) < test_threads && now_ns() - start < 2000000) {
+  const uint64_t start = global_timer_ns();
+  while (*reinterpret_cast<volatile uint32_t*>(words) < test_threads && global_timer_ns() - start < 2000000) {
   }
   const uint32_t role = roles[t] & 1u;
   const uint32_t i = roles[t] >> 1;
@@ -209,8 +205,8 @@ __global__ void __launch_bounds__(kLitmusThreads)
   uint32_t t = 0;
   if (!counter_test_thread(l, stress, scratch, &t)) return;
   uint32_t* control = counter_control(l.mem, l.instances);
-  const uint64_t start = now_ns();
-  while (ld_relaxed<true>(control) == 0u && now_ns() - start < l.wait_ns) {
+  const uint64_t start = global_timer_ns();
+  while (ld_relaxed<true>(control) == 0u && global_timer_ns() - start < l.wait_ns) {
   }
   if (t == 0) st_relaxed<true>(control + 2, 1u);
   const uint32_t i = l.slots[t];
@@ -227,15 +223,15 @@ __global__ void __launch_bounds__(kLitmusThreads)
   if (!counter_test_thread(l, stress, scratch, &t)) return;
   uint32_t* control = counter_control(l.mem, l.instances);
   if (t == 0) st_relaxed<true>(control, 1u);
-  const uint64_t start = now_ns();
-  while (ld_relaxed<true>(control + 2) == 0u && now_ns() - start < l.wait_ns) {
+  const uint64_t start = global_timer_ns();
+  while (ld_relaxed<true>(control + 2) == 0u && global_timer_ns() - start < l.wait_ns) {
   }
   const uint32_t i = l.slots[t];
   const uint32_t* data = l.mem + static_cast<size_t>(i) * 32;
   const uint32_t* flag = l.mem + static_cast<size_t>(l.instances + i) * 32;
   unsigned long long counts[4] = {0, 0, 0, 0};
   for (uint32_t s = 0; s < l.max_samples; ++s) {
-    if ((s & 255u) == 255u && now_ns() - start > 2 * l.wait_ns) break;  // bounded
+    if ((s & 255u) == 255u && global_timer_ns() - start > 2 * l.wait_ns) break;  // bounded
     uint32_t f = 0, d = 0;
     load_then_load<true>(flag, data, &f, &d, l.order);
     ++counts[static_cast<int>(classify_counter_sample(f, d, l.rounds))];

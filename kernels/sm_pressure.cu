@@ -4,14 +4,10 @@
 // shared memory) while thread 0 polls, so it takes little issue bandwidth.
 #include "sm_pressure.h"
 
+#include "global_timer.cuh"
+
 namespace dcp {
 namespace {
-
-__device__ __forceinline__ uint64_t now_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 __global__ void __launch_bounds__(kPressureThreads, 2)  // <= 32 registers: it needs few
     sm_pressure_kernel(PressureControl* ctl, uint32_t* device_words, uint64_t max_ns) {
@@ -30,13 +26,13 @@ __global__ void __launch_bounds__(kPressureThreads, 2)  // <= 32 registers: it n
   }
   __syncthreads();
   if (!admitted) return;
-  const uint64_t start = now_ns();
+  const uint64_t start = global_timer_ns();
   volatile uint32_t* relay = device_words;
   // The first admitted block polls the host page; the others poll the relay.
   const bool poller = threadIdx.x == 0 && atomicCAS(device_words + 1, 0u, 1u) == 0u;
   while (true) {
     if (threadIdx.x == 0) {
-      if (now_ns() - start >= max_ns) {
+      if (global_timer_ns() - start >= max_ns) {
         done = 1;
       } else if (poller) {
         if (ctl->stop != 0u) *relay = 1u, done = 1;
@@ -57,9 +53,9 @@ __global__ void __launch_bounds__(kPressureThreads)
   if (threadIdx.x == 0) {
     atomicAdd(words, 1u);
     atomicMax(words + 1, atomicAdd(words + 2, 1u) + 1u);
-    const uint64_t start = now_ns();
+    const uint64_t start = global_timer_ns();
     volatile uint32_t* arrived = words;
-    while (*arrived < gridDim.x && now_ns() - start < window_ns) __nanosleep(1000);
+    while (*arrived < gridDim.x && global_timer_ns() - start < window_ns) __nanosleep(1000);
     atomicSub(words + 2, 1u);
   }
   __syncthreads();

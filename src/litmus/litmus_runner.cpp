@@ -46,6 +46,21 @@ void upload(T* dst, const std::vector<T>& src) {
   LITMUS_CHECK(cudaMemcpy(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice));
 }
 
+// A counter launch of either side over kCounterInstances instances (the
+// reader adds max_samples and counts).
+CounterLaunch counter_launch(LitmusOrder order, const uint32_t* slots, uint32_t* mem,
+                             uint32_t* words) {
+  CounterLaunch l;
+  l.order = order;
+  l.instances = kCounterInstances;
+  l.rounds = kCounterRounds;
+  l.wait_ns = kCounterWaitNs;
+  l.slots = slots;
+  l.mem = mem;
+  l.words = words;
+  return l;
+}
+
 uint32_t* scratch_or_null(const LitmusStress& s, uint32_t* scratch) {
   return s.pattern == StressPattern::kNone ? nullptr : scratch;
 }
@@ -195,15 +210,8 @@ LitmusTally LitmusRunner::run_counter(const LitmusTest& test, const LitmusStress
     uint32_t* words = device_alloc<uint32_t>(4);        // [0..1] reader, [2..3] writer
     upload(b_->counter_slots[0], draw_permutation(kCounterInstances, rng));
     LITMUS_CHECK(cudaMemset(b_->counts, 0, 4 * sizeof(unsigned long long)));
-    CounterLaunch reader;
-    reader.order = test.order;
-    reader.instances = kCounterInstances;
-    reader.rounds = kCounterRounds;
+    CounterLaunch reader = counter_launch(test.order, b_->counter_slots[0], mem, words);
     reader.max_samples = kCounterMaxSamples;
-    reader.wait_ns = kCounterWaitNs;
-    reader.slots = b_->counter_slots[0];
-    reader.mem = mem;
-    reader.words = words;
     reader.counts = b_->counts;
     pid_t peer = -1;
     if (test.placement == LitmusPlacement::kProcesses) {
@@ -213,11 +221,9 @@ LitmusTally LitmusRunner::run_counter(const LitmusTest& test, const LitmusStress
     }
     LITMUS_CHECK(launch_counter_reader(reader, stress, scratch, b_->streams[0]));
     if (peer < 0) {  // streams: the writer is a second kernel of this process
-      CounterLaunch writer = reader;
       upload(b_->counter_slots[1], draw_permutation(kCounterInstances, rng));
-      writer.slots = b_->counter_slots[1];
-      writer.words = words + 2;
-      writer.counts = nullptr;
+      const CounterLaunch writer =
+          counter_launch(test.order, b_->counter_slots[1], mem, words + 2);
       LITMUS_CHECK(launch_counter_writer(writer, stress, scratch, b_->streams[1]));
     }
     LITMUS_CHECK(cudaDeviceSynchronize());
@@ -264,14 +270,8 @@ int litmus_peer_main(int argc, char** argv) {
     uint32_t* scratch = stress.pattern == StressPattern::kNone
                             ? nullptr
                             : device_alloc<uint32_t>(stress.scratch_words);
-    CounterLaunch writer;
-    writer.order = static_cast<LitmusOrder>(num(3));
-    writer.instances = kCounterInstances;
-    writer.rounds = kCounterRounds;
-    writer.wait_ns = kCounterWaitNs;
-    writer.slots = slots;
-    writer.mem = static_cast<uint32_t*>(mem);
-    writer.words = words;
+    const CounterLaunch writer = counter_launch(static_cast<LitmusOrder>(num(3)), slots,
+                                                static_cast<uint32_t*>(mem), words);
     LITMUS_CHECK(launch_counter_writer(writer, stress, scratch, nullptr));
     LITMUS_CHECK(cudaDeviceSynchronize());
     LITMUS_CHECK(cudaIpcCloseMemHandle(mem));
