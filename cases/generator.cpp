@@ -20,17 +20,6 @@
 namespace dcp {
 namespace {
 
-// Domain tags keep the streams of different tensors unrelated.
-enum Tag : uint64_t {
-  kTagOp = 0xDC9C0001,
-  kTagOut,  // retired (the output elements' own stream, before the value table)
-  kTagRow,
-  kTagLse,
-  kTagLayout,
-  kTagTokenLse,
-  kTagSpecial,
-};
-
 uint32_t float_to_bits(Format f, float x) {
   switch (f) {
     case Format::kFp16:
@@ -140,87 +129,34 @@ OpGenerator::OpGenerator(const Case& c, int group_idx, int op_idx)
     row_keys_.push_back(hash_all(op_key_, kTagRow, s));
     lse_keys_.push_back(hash_all(op_key_, kTagLse, s));
   }
+  lse_recipe_.op_key = op_key_;
+  lse_recipe_.dcp_size = c.dcp_size;
+  lse_recipe_.heads_total = c.dcp_size * c.geometry.heads_per_rank;
+  lse_recipe_.special = static_cast<uint8_t>(c.special);
 }
 
-OpGenerator::RowKind OpGenerator::row_kind(int src, int token) const {
-  if (layout_.row_masked(src, token)) return RowKind::kMasked;
-  const SpecialLse sp = c_.special;
-  if (sp != SpecialLse::kPosInf && sp != SpecialLse::kNegInf && sp != SpecialLse::kNan) {
-    return RowKind::kNormal;
-  }
-  // About a quarter of the tokens are special; on those, each source is
-  // planted with probability 1/2 (all of them sometimes: an all -inf row).
-  const bool special_token = stream_at(hash_in(op_key_, kTagSpecial), token) % 4 == 0;
-  if (special_token && (hash_all(op_key_, kTagSpecial, token, src) & 1)) return RowKind::kPlanted;
-  return RowKind::kNormal;
-}
+static_assert(static_cast<uint8_t>(SpecialLse::kEqual) == lse_special::kEqual &&
+              static_cast<uint8_t>(SpecialLse::kHugeGap) == lse_special::kHugeGap &&
+              static_cast<uint8_t>(SpecialLse::kPosInf) == lse_special::kPosInf &&
+              static_cast<uint8_t>(SpecialLse::kNegInf) == lse_special::kNegInf &&
+              static_cast<uint8_t>(SpecialLse::kNan) == lse_special::kNan,
+              "LseRecipe::special holds SpecialLse's values");
+static_assert(static_cast<int>(Format::kFp16) == 0 && static_cast<int>(Format::kBf16) == 1 &&
+              static_cast<int>(Format::kFp32) == 2, "lse_stored's format codes");
 
-// What a (src, token) LSE row shares across its heads: drawn once per row.
-OpGenerator::TokenLse OpGenerator::token_lse(int src, int token) const {
-  TokenLse t;
-  t.kind = row_kind(src, token);
-  if (t.kind != RowKind::kNormal) return t;
-  // Per-token offset and spread, so rows range from near-equal LSEs to gaps
-  // of tens (weights from ~1/W to ~2^-40).
-  const uint64_t tk = hash_all(op_key_, kTagTokenLse, token);
-  constexpr double kSpreads[4] = {0.5, 2, 8, 20};
-  t.offset = -4 + 12 * unit_double(tk);
-  t.spread = kSpreads[mix64(tk) & 3];
-  t.special_token =
-      c_.special != SpecialLse::kNone && stream_at(hash_in(op_key_, kTagSpecial), token) % 4 == 0;
-  return t;
-}
-
-// A normal row's LSE at element idx of the source's stream (no special value).
-inline double OpGenerator::drawn_lse(const TokenLse& t, uint64_t lse_key, uint64_t idx) {
-  return t.offset + t.spread * (2 * unit_double(stream_at(lse_key, idx)) - 1);
-}
-
-double OpGenerator::lse_at(const TokenLse& t, int src, int token, int head) const {
-  const int wh = c_.dcp_size * c_.geometry.heads_per_rank;
-  const uint64_t idx = static_cast<uint64_t>(token) * wh + head;
-  switch (t.kind) {
-    case RowKind::kMasked: {
-      // Garbage: NaN, or a large finite value that would dominate the combine
-      // if the kernel forgot the mask (a NaN alone would hide that bug).
-      const uint64_t r = stream_at(lse_keys_[src], idx);
-      return (r & 3) == 0 ? kNan : 20 + 20 * unit_double(r);
-    }
-    case RowKind::kPlanted:
-      return c_.special == SpecialLse::kNan      ? kNan
-             : c_.special == SpecialLse::kPosInf ? kInf
-                                                 : -kInf;
-    case RowKind::kNormal:
-      break;
-  }
-  if (t.special_token &&
-      (c_.special == SpecialLse::kEqual || c_.special == SpecialLse::kHugeGap)) {
-    const uint64_t hv = hash_all(op_key_, kTagTokenLse, token, head);
-    double v = t.offset + t.spread * (2 * unit_double(hv) - 1);  // the same for every source
-    if (c_.special == SpecialLse::kHugeGap && src != static_cast<int>((hv >> 32) % c_.dcp_size)) {
-      v -= 160 + 140 * unit_double(hash_in(hv, static_cast<uint64_t>(src)));  // 2^-160: 0 in fp32
-    }
-    return v;
-  }
-  return drawn_lse(t, lse_keys_[src], idx);
+LseRowKind OpGenerator::row_kind(int src, int token) const {
+  if (layout_.row_masked(src, token)) return LseRowKind::kMasked;
+  return lse_unmasked_kind(lse_recipe_, src, token);
 }
 
 double OpGenerator::lse_double(int src, int token, int head) const {
-  return lse_at(token_lse(src, token), src, token, head);
+  return lse_formula(lse_recipe_, lse_keys_[src], row_kind(src, token), src, token, head);
 }
 
 void OpGenerator::lse_row(int src, int token, double* out) const {
-  const TokenLse t = token_lse(src, token);
+  const LseRowKind kind = row_kind(src, token);
   const int wh = c_.dcp_size * c_.geometry.heads_per_rank;
-  const bool plain = t.kind == RowKind::kNormal &&
-                     !(t.special_token && (c_.special == SpecialLse::kEqual ||
-                                           c_.special == SpecialLse::kHugeGap));
-  if (plain) {  // lse_at's last line, in a loop the compiler unrolls
-    const uint64_t base = static_cast<uint64_t>(token) * wh;
-    for (int h = 0; h < wh; ++h) out[h] = drawn_lse(t, lse_keys_[src], base + h);
-    return;
-  }
-  for (int h = 0; h < wh; ++h) out[h] = lse_at(t, src, token, h);
+  for (int h = 0; h < wh; ++h) out[h] = lse_formula(lse_recipe_, lse_keys_[src], kind, src, token, h);
 }
 
 uint32_t OpGenerator::lse_bits(int src, int token, int head) const {
@@ -228,18 +164,18 @@ uint32_t OpGenerator::lse_bits(int src, int token, int head) const {
 }
 
 double OpGenerator::lse_value(int src, int token, int head) const {
-  return decode(format_of(c_.lse_dtype), lse_bits(src, token, head));
+  return lse_stored(static_cast<int>(format_of(c_.lse_dtype)), lse_double(src, token, head));
 }
 
 bool OpGenerator::token_normal(int src, int token) const {
-  return row_kind(src, token) == RowKind::kNormal;
+  return row_kind(src, token) == LseRowKind::kNormal;
 }
 
 uint64_t OpGenerator::row_key(int src) const { return row_keys_[src]; }
 
 RowStream OpGenerator::row_stream(int src, int token, int head) const {
   RowStream r;
-  if (row_kind(src, token) != RowKind::kNormal) return r;
+  if (row_kind(src, token) != LseRowKind::kNormal) return r;
   const int wh = c_.dcp_size * c_.geometry.heads_per_rank;
   r.draw = row_draw(row_keys_[src], static_cast<uint64_t>(token) * wh + head);
   r.normal = true;

@@ -75,17 +75,13 @@ class OpGenerator {
   bool token_normal(int src, int token) const;
   uint64_t row_key(int src) const;
 
+  // How (src, token)'s row is drawn (the layout's mask, else the formula's),
+  // and what else the LSE formula needs (the device checker evaluates it).
+  LseRowKind row_kind(int src, int token) const;
+  const LseRecipe& lse_recipe() const { return lse_recipe_; }
+  uint64_t lse_key(int src) const { return lse_keys_[src]; }
+
  private:
-  enum class RowKind : uint8_t { kNormal, kMasked, kPlanted };
-  struct TokenLse {  // what a (src, token) LSE row's heads share
-    RowKind kind = RowKind::kNormal;
-    double offset = 0, spread = 0;
-    bool special_token = false;
-  };
-  RowKind row_kind(int src, int token) const;
-  TokenLse token_lse(int src, int token) const;
-  double lse_at(const TokenLse& t, int src, int token, int head) const;
-  static double drawn_lse(const TokenLse& t, uint64_t lse_key, uint64_t idx);
   double lse_double(int src, int token, int head) const;
 
   Case c_;
@@ -93,6 +89,7 @@ class OpGenerator {
   uint64_t op_key_ = 0;
   std::vector<uint64_t> row_keys_;  // per source: each row's table offset and scale
   std::vector<uint64_t> lse_keys_;  // per source: LSE elements
+  LseRecipe lse_recipe_;
 };
 
 // A source's partial_output as streams, for a backend that writes it where

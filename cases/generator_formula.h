@@ -25,6 +25,7 @@
 
 #include <cstdint>
 
+#include "check_math.h"
 #include "float_bits.h"
 #include "mix.h"
 
@@ -88,6 +89,102 @@ DCP_HD uint16_t recipe_bits(const OutputRecipe& r, int t, int64_t col) {
   const uint64_t row = static_cast<uint64_t>(t) * r.heads + static_cast<uint64_t>(col / r.head_dim);
   const float x = row_float(row_draw(r.row_key, row), col % r.head_dim);
   return r.bf16 ? float_to_bf16_bits(x) : float_to_fp16_bits(x);
+}
+
+// ---- The LSE formula (partial_lse), shared with the device checker ----
+
+// Domain tags keep the streams of different tensors unrelated.
+enum GeneratorTag : uint64_t {
+  kTagOp = 0xDC9C0001,
+  kTagOut,  // retired (the output elements' own stream, before the value table)
+  kTagRow,
+  kTagLse,
+  kTagLayout,
+  kTagTokenLse,
+  kTagSpecial,
+};
+
+// How a (source, token) row is drawn: normal; masked (the source's KV shard
+// is empty for the token's sequence: garbage LSE, NaN values); planted (the
+// case's special LSE value, NaN values).
+enum class LseRowKind : uint8_t { kNormal = 0, kMasked = 1, kPlanted = 2 };
+
+// What the LSE of one op needs besides the row kinds: `special` is the case's
+// SpecialLse (case.h) as its underlying value.
+struct LseRecipe {
+  uint64_t op_key = 0;
+  int dcp_size = 0;
+  int heads_total = 0;  // W * H: every head of every destination
+  uint8_t special = 0;  // 0 none, 1 equal, 2 huge gap, 3 +inf, 4 -inf, 5 NaN
+};
+namespace lse_special {
+constexpr uint8_t kNone = 0, kEqual = 1, kHugeGap = 2, kPosInf = 3, kNegInf = 4, kNan = 5;
+}
+
+// About a quarter of the tokens are special (when the case plants values).
+DCP_HD bool lse_special_token(const LseRecipe& r, int token) {
+  return r.special != lse_special::kNone &&
+         stream_at(hash_in(r.op_key, kTagSpecial), static_cast<uint64_t>(token)) % 4 == 0;
+}
+
+// A row the layout does not mask: planted when the case plants +-inf or NaN,
+// the token is special and a coin says so (all sources sometimes: an all
+// -inf row); else normal.
+DCP_HD LseRowKind lse_unmasked_kind(const LseRecipe& r, int src, int token) {
+  const bool plants = r.special == lse_special::kPosInf || r.special == lse_special::kNegInf ||
+                      r.special == lse_special::kNan;
+  if (plants && lse_special_token(r, token) &&
+      (hash_all(r.op_key, kTagSpecial, token, src) & 1)) {
+    return LseRowKind::kPlanted;
+  }
+  return LseRowKind::kNormal;
+}
+
+// The LSE of (src, token, head) as drawn, before the rounding to its dtype.
+// lse_key: the source's (hash_all(op_key, kTagLse, src)). Masked rows hold
+// garbage (NaN, or a large finite value that would dominate the combine if
+// the kernel forgot the mask); normal rows get a per-token offset and spread,
+// so rows range from near-equal LSEs to gaps of tens (weights ~1/W to
+// ~2^-40); special tokens of the equal and huge-gap cases share one value
+// (huge gap: all but one source 160..300 lower: 0 in fp32).
+DCP_HD double lse_formula(const LseRecipe& r, uint64_t lse_key, LseRowKind kind, int src,
+                          int token, int head) {
+  using namespace check_math;
+  const uint64_t idx = static_cast<uint64_t>(token) * static_cast<uint64_t>(r.heads_total) +
+                       static_cast<uint64_t>(head);
+  if (kind == LseRowKind::kMasked) {
+    const uint64_t g = stream_at(lse_key, idx);
+    return (g & 3) == 0 ? quiet_nan() : add(20, mul(20, unit_double(g)));
+  }
+  if (kind == LseRowKind::kPlanted) {
+    return r.special == lse_special::kNan      ? quiet_nan()
+           : r.special == lse_special::kPosInf ? inf()
+                                               : neg_inf();
+  }
+  const uint64_t tk = hash_all(r.op_key, kTagTokenLse, token);
+  constexpr double kSpreads[4] = {0.5, 2, 8, 20};
+  const double offset = add(-4, mul(12, unit_double(tk)));
+  const double spread = kSpreads[mix64(tk) & 3];
+  if ((r.special == lse_special::kEqual || r.special == lse_special::kHugeGap) &&
+      lse_special_token(r, token)) {
+    const uint64_t hv = hash_all(r.op_key, kTagTokenLse, token, head);
+    double v = add(offset, mul(spread, sub(mul(2, unit_double(hv)), 1)));  // every source alike
+    if (r.special == lse_special::kHugeGap &&
+        src != static_cast<int>((hv >> 32) % static_cast<uint64_t>(r.dcp_size))) {
+      v = sub(v, add(160, mul(140, unit_double(hash_in(hv, static_cast<uint64_t>(src))))));
+    }
+    return v;
+  }
+  return add(offset, mul(spread, sub(mul(2, unit_double(stream_at(lse_key, idx))), 1)));
+}
+
+// A drawn LSE as stored in its dtype (0 fp16, 1 bf16, 2 fp32: Format's
+// order), read back as double: one rounding to float, then to 16 bits.
+DCP_HD double lse_stored(int format, double x) {
+  const float f = static_cast<float>(x);
+  if (format == 0) return check_math::fp16_to_float(float_to_fp16_bits(f));
+  if (format == 1) return check_math::bf16_to_float(float_to_bf16_bits(f));
+  return f;
 }
 
 }  // namespace dcp

@@ -19,7 +19,11 @@
 #   example plugin pass memcheck at --world 2, the read-far-past-input mutant
 #   is reported by memcheck (kernel, access), the other tools on the smoke
 #   suite, what is refused, and the overhead (wall time with and without);
-#   dump = replay --dump of a GPU case, reloaded by docs/dump_check.py (NumPy).
+#   dump = replay --dump of a GPU case, reloaded by docs/dump_check.py (NumPy);
+#   check = the device checker against the CPU checker: the default suites
+#   pass with --check gpu and --check cpu, selftest detects the same mutants
+#   with either, a skewed device verdict is a disagreement (exit 3), and a
+#   broken kernel's mismatches are found on the device and explained on the CPU.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 
@@ -332,25 +336,65 @@ step_install() {
   rm -rf "$prefix"
 }
 
-step_perf() {
-  local start=$SECONDS rc
-  PERF_DURATION=${PERF_DURATION:-20s}
-  run_expect "perf stress w4" 0 stress --world 4 --geometry kimi --mps on --duration "$PERF_DURATION" \
-    --seed 11 -v --json "$OUT/perf-stress-w4.json"
-  run_expect "perf stress w2" 0 stress --world 2 --geometry kimi --mps on --duration "$PERF_DURATION" \
-    --seed 11 -v --json "$OUT/perf-stress-w2.json"
-  run_expect "perf suite w4" 0 --world 4 --geometry kimi --mps on -v --json "$OUT/perf-suite-w4.json"
-  run_expect "perf suite w2" 0 --world 2 -v --json "$OUT/perf-suite-w2.json"
-  "$BUILD_DIR/src/checker_bench" --threads "1,$(( $(nproc) / 4 ))" >"$OUT/perf-checker.log" 2>&1
+step_perf() {  # both checkers side by side, same machine, same seed; then the table
+  local start=$SECONDS rc w check
+  PERF_DURATION=${PERF_DURATION:-10s}
+  for w in ${PERF_WORLDS:-8 4 2}; do
+    for check in cpu gpu; do
+      run_expect "perf stress w$w $check" 0 stress --world "$w" --geometry kimi --mps on \
+        --duration "$PERF_DURATION" --seed 11 --check "$check" -v \
+        --json "$OUT/perf-stress-w$w-$check.json"
+    done
+  done
+  # The exchange alone (graph replays of the op, no check): the physical floor.
+  "$BIN" bench --world 4 --geometry kimi --mps on --allow-shared-gpu \
+    --json "$OUT/perf-bench-w4.json" >"$OUT/perf-bench-w4.log" 2>&1
   python3 ci/perf.py "$OUT" | tee "$OUT/perf.md"
   rc=${PIPESTATUS[0]}
   record "perf table" "$rc" $((SECONDS - start)) "$OUT/perf.md"
 }
 
+step_check() {  # the device checker against the CPU checker
+  local c
+  for c in gpu cpu; do
+    run_expect "check $c w2" 0 --world 2 --check "$c" --json "$OUT/check-$c-w2.json"
+    run_expect "check $c w4 kimi mps" 0 --world 4 --geometry kimi --mps on --check "$c" \
+      --json "$OUT/check-$c-w4.json"
+    run_expect "check $c selftest w2" 0 selftest --world 2 --fast --no-upstream --check "$c" \
+      --json "$OUT/check-$c-selftest.json"
+  done
+  DCP_TEST_CHECKER_DISAGREE=1 run_expect "check skewed verdict" 3 --world 2 \
+    --json "$OUT/check-skewed.json"
+  run_expect "check broken on device" 1 --world 2 --mutant drop-last-odd-token \
+    --json "$OUT/check-broken.json"
+  python3 - "$OUT" <<'PY' | tee "$OUT/check-summary.txt"
+import json, sys
+out = sys.argv[1]
+for name in ("check-gpu-w2", "check-cpu-w2", "check-gpu-w4", "check-cpu-w4", "check-skewed", "check-broken"):
+    try:
+        r = json.load(open(f"{out}/{name}.json"))
+    except (OSError, ValueError) as e:
+        print(f"{name}: no report ({e})"); continue
+    k = r["phases"]["check"]
+    print(f"{name}: {r['verdict']}; device {k['device_calls']}, audited {k['audited_calls']}, "
+          f"cpu {k['cpu_calls']}, disagreements {k['disagreements']}")
+    for c in r["cases"]:
+        if c["status"] != "pass" and c["status"] != "skipped":
+            print(f"  {c['case_id']}: {c['status']}: {c['message'][:300]}")
+            break
+for name in ("check-gpu-selftest", "check-cpu-selftest"):
+    try:
+        r = json.load(open(f"{out}/{name}.json"))
+        print(name, r.get("verdict"), [(m["name"], m.get("verdict"), m.get("strict", {}).get("how")) for m in r.get("mutants", [])])
+    except (OSError, ValueError) as e:
+        print(f"{name}: no report ({e})")
+PY
+}
+
 for s in "${steps[@]}"; do
   case $s in
-    build | unit | test | demo | plugin | families | pressure | observe | install | litmus | memstress | perf | sanitize | dump) ;;
-    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure observe install litmus memstress perf sanitize dump)" >&2; exit 2 ;;
+    build | unit | test | demo | plugin | families | pressure | observe | install | litmus | memstress | perf | sanitize | dump | check) ;;
+    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure observe install litmus memstress perf sanitize dump check)" >&2; exit 2 ;;
   esac
 done
 
@@ -369,6 +413,7 @@ for s in "${steps[@]}"; do
     memstress) step_memstress ;;
     install) step_install ;;
     perf) step_perf ;;
+    check) step_check ;;
     sanitize) step_sanitize ;;
     dump) step_dump ;;
   esac

@@ -1,82 +1,79 @@
 #!/usr/bin/env python3
-"""Prints the throughput table (docs/results) from the JSON reports and the
-checker_bench log that `ci/gpu.sh perf` leaves in OUT. Exit 1 if a report is
-missing or unreadable."""
+"""Prints the throughput table (docs/results) from the JSON reports that
+`ci/gpu.sh perf` leaves in OUT: stress at worlds 8, 4 and 2 (kimi, MPS), each
+with the CPU checker and the device checker in the same run of the script on
+the same machine, the host CPU per checked call, what bounds each run, the
+audit's sample and disagreements, and the exchange alone (bench). Exit 1 if a
+report is missing or unreadable."""
 import json
-import os
-import re
 import sys
 from pathlib import Path
 
-GOALS = [  # (label, file, what, goal, higher is better)
-    ("`stress --world 4 --geometry kimi --mps on`, checked calls/s", "perf-stress-w4.json", "calls", 1000, True),
-    ("`stress --world 2 --geometry kimi --mps on`, checked calls/s", "perf-stress-w2.json", "calls", 1500, True),
-    ("default suite, `--world 4 --geometry kimi --mps on`, wall s", "perf-suite-w4.json", "wall", 6, False),
-    ("default suite, `--world 2`, wall s", "perf-suite-w2.json", "wall", 3, False),
-]
+GOALS = {8: 3.5, 4: 2.5, 2: 2.0}  # device checker / CPU checker, checked calls/s
 PHASES = ["generate", "stage", "launch", "capture", "wait", "collect", "check", "check_wait", "barrier", "idle"]
 
 
-def phase_means(report):
+def load(out, name):
+    try:
+        return json.loads((out / name).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def summary(report):
     ranks = report["phases"]["per_rank"]
     n = max(1, len(ranks))
-    return {p: sum(r[p + "_ms"] for r in ranks) / n / 1e3 for p in PHASES}, report["phases"]["bound_by"]
+    means = {p: sum(r[p + "_ms"] for r in ranks) / n / 1e3 for p in PHASES}
+    calls = report["stress"]["num_calls"]
+    rate = report["stress"]["calls_per_s"]
+    cpu_ms_per_rank = sum(r.get("cpu_ms", 0) for r in ranks) / n
+    return {
+        "rate": rate,
+        "verdict": report["verdict"],
+        "bound": report["phases"]["bound_by"],
+        "phases": " / ".join(f"{means[p]:.2f}" for p in PHASES),
+        "core_ms": cpu_ms_per_rank / max(calls, 1),
+        "check": report["phases"].get("check", {}),
+    }
+
+
+def exchange_us(out):
+    report = load(out, "perf-bench-w4.json")
+    if report is None:
+        return None
+    bench = report.get("bench", report)
+    best = {}
+    for row in bench.get("table", []):
+        if row.get("direct_us") is not None:
+            best[row["tokens"]] = row["direct_us"]
+    return best
 
 
 def main(out):
     out = Path(out)
-    rows, ok = [], True
-    print("| measure | measured | goal | met | bound by | phases per rank, s (generate/stage/launch/capture/wait/collect/check/check-wait/barrier/idle) |")
-    print("|---|---|---|---|---|---|")
-    for label, name, what, goal, higher in GOALS:
-        try:
-            report = json.loads((out / name).read_text())
-        except (OSError, ValueError) as e:
-            print(f"| {label} | missing ({e}) | {goal} | no | | |")
+    ok = True
+    print("| stress `--world W --geometry kimi --mps on` | CPU checker, calls/s | device checker, calls/s | ratio | goal | met | host CPU per call per rank, core-ms (CPU / device) | audit: re-checked calls, disagreements | device run bound by | device run phases per rank, s (generate/stage/launch/capture/wait/collect/check/check-wait/barrier/idle) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for w, goal in GOALS.items():
+        cpu, gpu = load(out, f"perf-stress-w{w}-cpu.json"), load(out, f"perf-stress-w{w}-gpu.json")
+        if cpu is None or gpu is None:
+            print(f"| world {w} | {'missing' if cpu is None else ''} | {'missing' if gpu is None else ''} | | >= {goal}x | no | | | | |")
             ok = False
             continue
-        value = report["stress"]["calls_per_s"] if what == "calls" else report["wall_s"]
-        met = value >= goal if higher else value <= goal
-        means, bound = phase_means(report)
-        phases = " / ".join(f"{means[p]:.2f}" for p in PHASES)
-        verdict = report["verdict"]
-        print(f"| {label} | {value:.1f} ({verdict}) | {'>=' if higher else '<='} {goal} | {'yes' if met else 'no'} | {bound} | {phases} |")
-    # Where a suite's wall time goes beyond the cases' own phases.
-    for name in ("perf-suite-w4.json", "perf-suite-w2.json"):
-        try:
-            report = json.loads((out / name).read_text())
-        except (OSError, ValueError):
-            continue
-        cases = report["cases"]
-        wall = sum(c.get("wall_ms", 0) for c in cases) / 1e3
-        worker = sum(max((r.get("worker_ms", 0) for r in c["ranks"]), default=0) for c in cases) / 1e3
-        elapsed = sum(c["elapsed_ms"] for c in cases) / 1e3
-        print(f"{name}: wall {report['wall_s']:.2f} s = start-up {report['environment']['startup_s']:.2f}"
-              f" + cases {wall:.2f} (slowest worker {worker:.2f}, of which calls and checks {elapsed:.2f})"
-              f" + shut-down {report['environment'].get('teardown_s', 0):.2f} + rest")
-    # The CPU the workers burnt (every thread, their check pools included):
-    # a run that keeps the host's cores busy is bound by CPU, whatever phase leads.
-    cores = os.cpu_count() or 1
-    for name in ("perf-stress-w4.json", "perf-stress-w2.json", "perf-suite-w4.json", "perf-suite-w2.json"):
-        try:
-            report = json.loads((out / name).read_text())
-        except (OSError, ValueError):
-            continue
-        ranks = report["phases"]["per_rank"]
-        cpu_s = sum(r.get("cpu_ms", 0) for r in ranks) / 1e3
-        secs = report["stress"]["run_s"] if "stress" in report else report["wall_s"]
-        print(f"{name}: workers' CPU {cpu_s:.1f} s in {secs:.2f} s = {cpu_s / max(secs, 1e-9):.1f} of {cores} cores"
-              f" ({cpu_s / max(1, len(ranks)) / max(secs, 1e-9):.2f} per rank)")
-    try:
-        log = (out / "perf-checker.log").read_text()
-        for line in log.splitlines():
-            m = re.match(r"\s*(\d+)\s+([\d.]+)\s+", line)
-            if m:
-                t, ms = int(m.group(1)), float(m.group(2))
-                print(f"| checker, one kimi T=128 call, {t} thread{'s' if t > 1 else ''} (median ms) | {ms:.2f} | <= 3 | {'yes' if ms <= 3 else 'no'} | | |")
-    except OSError as e:
-        print(f"| checker | missing ({e}) | <= 3 | no | | |")
-        ok = False
+        c, g = summary(cpu), summary(gpu)
+        ratio = g["rate"] / max(c["rate"], 1e-9)
+        k = g["check"]
+        print(f"| world {w} | {c['rate']:.0f} ({c['verdict']}) | {g['rate']:.0f} ({g['verdict']}) | {ratio:.2f}x | >= {goal}x | "
+              f"{'yes' if ratio >= goal else 'no'} | {c['core_ms']:.3f} / {g['core_ms']:.3f} | "
+              f"{k.get('audited_calls', 0)} of {k.get('device_calls', 0) + k.get('audited_calls', 0)}, {k.get('disagreements', 0)} | "
+              f"{g['bound']} | {g['phases']} |")
+    ex = exchange_us(out)
+    if ex:
+        print()
+        print("exchange alone (`bench --world 4 --geometry kimi --mps on`, graph replays of the op, no check), per op: "
+              + ", ".join(f"T={t}: {us:.1f} us" for t, us in sorted(ex.items())))
+    else:
+        print("exchange alone: no bench report")
     return 0 if ok else 1
 
 

@@ -5,19 +5,12 @@
 #include <limits>
 #include <numbers>
 
+#include "check_math.h"
 #include "simd.h"
 
 namespace dcp {
-namespace {
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-}  // namespace
-
 double effective_l2(const SourceLse& s, LogBase base) {
-  // SPEC: NaN and +inf count as -inf, and so does a masked row.
-  if (s.masked || std::isnan(s.lse) || s.lse == std::numeric_limits<double>::infinity()) {
-    return kNegInf;
-  }
-  return base == LogBase::kE ? s.lse * std::numbers::log2e : s.lse;
+  return check_math::effective_l2(s.lse, s.masked, base == LogBase::kE);
 }
 
 CombineWeights combine_weights(std::span<const SourceLse> sources, LogBase base) {
@@ -26,35 +19,14 @@ CombineWeights combine_weights(std::span<const SourceLse> sources, LogBase base)
   return w;
 }
 
+// The arithmetic is check_math.h's, shared with the device checker.
 void combine_weights_into(std::span<const SourceLse> sources, LogBase base, CombineWeights& w) {
   const size_t n = sources.size();
   w.l2.resize(n);
-  w.weight.assign(n, 0.0);
-  w.max_l2 = 0;
-  w.lse_magnitude = 0;
-  w.all_masked = false;
-  double m = kNegInf;
-  for (size_t s = 0; s < n; ++s) {
-    w.l2[s] = effective_l2(sources[s], base);
-    m = std::max(m, w.l2[s]);
-  }
-  if (m == kNegInf) {
-    w.all_masked = true;
-    return;
-  }
-  w.max_l2 = m;
-  double total = 0;
-  for (size_t s = 0; s < n; ++s) {
-    // exp2(-inf) == 0 exactly, so -inf sources get weight 0 and are never read.
-    w.weight[s] = std::exp2(w.l2[s] - m);
-    total += w.weight[s];
-  }
-  double max_abs_l2 = 0;
-  for (size_t s = 0; s < n; ++s) {
-    w.weight[s] /= total;
-    if (w.weight[s] > 0) max_abs_l2 = std::max(max_abs_l2, std::fabs(w.l2[s]));
-  }
-  w.lse_magnitude = max_abs_l2 + std::fabs(m);
+  w.weight.resize(n);
+  for (size_t s = 0; s < n; ++s) w.l2[s] = effective_l2(sources[s], base);
+  w.all_masked = !check_math::combine_weights(static_cast<int>(n), w.l2.data(), w.weight.data(),
+                                              &w.max_l2, &w.lse_magnitude);
 }
 
 namespace {

@@ -1,5 +1,7 @@
 #include "numeric.h"
 
+#include "check_math.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -87,22 +89,9 @@ const char* format_name(Format f) {
   return "?";
 }
 
-float fp16_bits_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1Fu;
-  const uint32_t mant = h & 0x3FFu;
-  if (exp == 0x1F) return std::bit_cast<float>(sign | 0x7F800000u | mant << 13);
-  if (exp == 0) {
-    // Subnormal (or zero): mant * 2^-24 is exact in float.
-    const float v = static_cast<float>(mant) * 0x1p-24f;
-    return sign ? -v : v;
-  }
-  return std::bit_cast<float>(sign | (exp + 112u) << 23 | mant << 13);
-}
+float fp16_bits_to_float(uint16_t h) { return check_math::fp16_to_float(h); }
 
-float bf16_bits_to_float(uint16_t b) {
-  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
-}
+float bf16_bits_to_float(uint16_t b) { return check_math::bf16_to_float(b); }
 
 uint32_t encode(Format f, double x) { return encode_generic(x, layout_of(f)); }
 
@@ -121,22 +110,8 @@ double decode(Format f, uint32_t bits) {
 double round_to(Format f, double x) { return decode(f, encode(f, x)); }
 
 double ulp_of(Format f, double magnitude) {
-  // Bit arithmetic instead of ilogb/ldexp: the checker calls this per element.
   const Layout l = layout_of(f);
-  const int bias = (1 << (l.exponent_bits - 1)) - 1;
-  const double a = std::fabs(magnitude);
-  int e;
-  if (std::isnan(a)) {
-    e = 1 - bias;
-  } else if (std::isinf(a)) {
-    e = bias;
-  } else {
-    // Zero and double subnormals read as -1023 and clamp to the subnormal spacing.
-    e = static_cast<int>((std::bit_cast<uint64_t>(a) >> 52) & 0x7FF) - 1023;
-  }
-  e = std::clamp(e, 1 - bias, bias);
-  // e - mantissa bits >= -149 > -1022: always a normal double.
-  return std::bit_cast<double>(static_cast<uint64_t>(e - l.mantissa_bits + 1023) << 52);
+  return check_math::ulp(l.mantissa_bits, (1 << (l.exponent_bits - 1)) - 1, magnitude);
 }
 
 uint32_t quiet_nan_bits(Format f) {

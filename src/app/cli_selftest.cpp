@@ -78,6 +78,7 @@ std::string rerun_prefix(const SelftestOptions& o, const SessionConfig& config) 
                      config.timeout_s);
   if (o.session.mps != "auto") cmd += " --mps " + o.session.mps;
   if (o.no_memory_stress) cmd += " --no-memory-stress";
+  if (!o.session.check.empty()) cmd += " --check " + o.session.check;
   if (config.kernel.spec != kDefaultKernel) cmd += " --kernel " + config.kernel.spec;
   return cmd;
 }
@@ -162,7 +163,9 @@ class SelftestCommand : public CommandBody {
       SessionConfig config = base;
       config.geometry = geometry;
       config.mutant = mutant;
-      config.profile = profile;
+      config.profile = profile;  // strict or upstream; where the check runs is the command's
+      config.profile.on_device = base.profile.on_device;
+      config.profile.audit_one_in = base.profile.audit_one_in;
       return std::unique_ptr<SelftestSession>(std::make_unique<RealSelftestSession>(config));
     };
     run_selftest(interruptible, factory, report_,
@@ -238,6 +241,8 @@ CLI::App* add_selftest_command(CLI::App& app, CliContext& ctx) {
                   "auto (default) | on | off: CUDA MPS when ranks share a GPU");
   cmd->add_option("--kernel", opts->session.kernel,
                   "direct (default) | PATH of a plugin that declares mutants (docs/plugins.md)");
+  cmd->add_option("--check", opts->session.check,
+                  "gpu (default on the GPU backend) | cpu: which checker judges the calls");
   cmd->add_option("--mutants", opts->mutants,
                   "Only these mutants: comma-separated names or ids (default: all)");
   cmd->add_flag("--fast", opts->fast,

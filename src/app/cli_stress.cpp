@@ -221,6 +221,7 @@ class StressCommand : public RunReportCommand {
         teardown_.workers_killed > 0 ? fmt::format(", {} killed", teardown_.workers_killed) : "",
         teardown_.mps_s, teardown_.rest_s));
     term.detail(report_.phases.line());
+    if (const std::string check = report_.phases.check_line(); !check.empty()) term.info(check);
     if (num_skipped_ > 0) {
       // Drawn but not runnable here (e.g. SM pressure on the host): never a pass.
       term.note(fmt::format("{} scenario{} skipped, the first: {}", num_skipped_,

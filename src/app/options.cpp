@@ -259,6 +259,7 @@ SessionConfig make_session_config(const SessionOptions& opts, const ReportOption
   check_choice("--backend", opts.backend, {"gpu", "host"});
   check_choice("--mps", opts.mps, {"auto", "on", "off"});
   check_choice("--observe", opts.observe, {"on", "off"});
+  if (!opts.check.empty()) check_choice("--check", opts.check, {"gpu", "cpu"});
   if (!std::isfinite(opts.timeout_s) || opts.timeout_s <= 0 || opts.timeout_s > kMaxTimeoutS) {
     usage(fmt::format("--timeout {}: must be a number of seconds > 0 and <= {}", opts.timeout_s,
                       kMaxTimeoutS));
@@ -295,6 +296,10 @@ SessionConfig make_session_config(const SessionOptions& opts, const ReportOption
   }
   config.timeout_s = opts.timeout_s;
   config.observe_launches = opts.observe == "on";
+  if (config.backend == BackendKind::kHost && opts.check == "gpu") {
+    usage("--check gpu needs --backend gpu (the host backend checks on the CPU)");
+  }
+  config.profile.on_device = config.backend == BackendKind::kGpu && opts.check != "cpu";
   config.mps = opts.mps == "on" ? MpsMode::kOn : (opts.mps == "off" ? MpsMode::kOff : MpsMode::kAuto);
   config.fault = parse_fault_spec(opts.inject_fault, world);
   if (!opts.mutant.empty()) {
@@ -454,6 +459,10 @@ void add_session_options(CLI::App* app, SessionOptions& opts) {
                   "Older spelling: direct | stock | both (= --against stock --against-exact)");
   app->add_option("-t,--timeout", opts.timeout_s, "Per-call deadline in seconds (default 10)");
   app->add_option("--mps", opts.mps, "auto (default) | on | off: CUDA MPS when ranks share a GPU");
+  app->add_option("--check", opts.check,
+                  "gpu (default on the GPU backend) | cpu: where each call's output is checked "
+                  "against the float64 reference; with gpu the CPU checker audits about 1 call "
+                  "in 64 and every call of a failing case, and any disagreement is exit 3");
   app->add_option("--observe", opts.observe,
                   "on (default) | off: observe every kernel launch with CUPTI (GPU backend): "
                   "hang diagnosis and residency warnings for any kernel");

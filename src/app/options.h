@@ -54,6 +54,8 @@ struct SessionOptions {
   double timeout_s = 10;         // per-call deadline
   std::string mps = "auto";      // auto | on | off
   std::string observe = "on";    // on | off: CUPTI launch observation (GPU backend)
+  std::string check;             // gpu | cpu: which checker judges every call ("": gpu on the
+                                 // GPU backend, cpu on the host)
   std::string inject_fault;      // hidden, test only: KIND:RANK:CASE:OP
   std::string mutant;            // hidden, test only: a known-broken kernel variant (name or id),
                                  // so a stress/replay/shrink demo has a real bug to find

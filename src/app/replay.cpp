@@ -76,6 +76,8 @@ std::string replay_command(const SessionConfig& config, int world, const Case& c
   if (config.mps == MpsMode::kOn) cmd += " --mps on";
   if (config.mps == MpsMode::kOff && config.sanitize_tool.empty()) cmd += " --mps off";
   if (!config.sanitize_tool.empty()) cmd += " --sanitize " + config.sanitize_tool;
+  // The default checker is the device's on the GPU backend; the line keeps the CPU's.
+  if (config.backend == BackendKind::kGpu && !config.profile.on_device) cmd += " --check cpu";
   // A test-only mutant is part of what ran: without it the line would pass.
   if (config.mutant != 0) {
     std::string name = std::to_string(config.mutant);

@@ -57,6 +57,7 @@
 #include <numbers>
 #include <string>
 
+#include "check_math.h"
 #include "combine_reference.h"
 #include "errors.h"
 #include "generator.h"
@@ -130,8 +131,7 @@ double scalar_tolerance(double want, double abs_sum, double bound_scale) {
   } else if constexpr (T == RowTol::kUpstream) {
     return kUpstreamTol + kUpstreamTol * std::fabs(want);
   } else {
-    const double e32 = kU * abs_sum * bound_scale + 0x1p-100;
-    return 0.5 * ulp_of(F, std::fabs(want) + e32) + e32;
+    return check_math::element_tolerance(kMantissa<F>, kBias<F>, want, abs_sum, bound_scale);
   }
 }
 
@@ -360,13 +360,16 @@ std::string likely_source(const Case& c, const OpGenerator& gen, int token, int 
 }  // namespace
 
 double fp32_error_bound(int num_sources, double abs_sum, double lse_magnitude) {
-  return kU * abs_sum * (4.0 * num_sources + 16 + 9 * lse_magnitude) + 0x1p-100;
+  return check_math::fp32_error_bound(abs_sum,
+                                      check_math::bound_scale(num_sources, lse_magnitude));
 }
 
 double element_tolerance(DType out, double want, int num_sources, double abs_sum,
                          double lse_magnitude) {
-  const double e32 = fp32_error_bound(num_sources, abs_sum, lse_magnitude);
-  return 0.5 * ulp_of(format_of(out), std::fabs(want) + e32) + e32;
+  const Format f = format_of(out);
+  return check_math::element_tolerance(format_mantissa_bits(f), f == Format::kFp16 ? 15 : 127,
+                                       want, abs_sum,
+                                       check_math::bound_scale(num_sources, lse_magnitude));
 }
 
 // The combined LSE's bound. The kernel computes in fp32: each source's l2 (one
@@ -377,18 +380,12 @@ double element_tolerance(DType out, double want, int num_sources, double abs_sum
 // Every term is a few units of eps32 times |l2|, W or |want|, so twice the
 // sum of those scales, in eps32 = 2^-23, bounds it with room to spare.
 double combined_lse_tolerance(double want, int num_sources, double lse_magnitude) {
-  constexpr double kEps32 = 1.1920928955078125e-07;  // 2^-23
-  return kEps32 * (4.0 * lse_magnitude + 4.0 * (num_sources + 2) + 2.0 * std::fabs(want));
+  return check_math::combined_lse_tolerance(want, num_sources, lse_magnitude);
 }
 
 double reference_combined_lse(const CombineWeights& w, LseBase base) {
-  if (w.all_masked) return -std::numeric_limits<double>::infinity();
-  double sum = 0;
-  for (double l : w.l2) {
-    if (l > -std::numeric_limits<double>::infinity()) sum += std::exp2(l - w.max_l2);
-  }
-  const double l2 = w.max_l2 + std::log2(sum);
-  return base == LseBase::kE ? l2 * std::numbers::ln2 : l2;
+  return check_math::combined_lse(static_cast<int>(w.l2.size()), w.l2.data(), w.max_l2,
+                                  !w.all_masked, base == LseBase::kE);
 }
 
 namespace {
@@ -451,7 +448,7 @@ CallCheck check_rows(const Case& c, const OpGenerator& gen, int group_rank, int 
       check_lse_of_row(c, r.weights, global_rank, op_idx, t, h, lse.data(),
                        max_reported, out);
     }
-    const double bound_scale = 4.0 * c.dcp_size + 16 + 9 * r.weights.lse_magnitude;
+    const double bound_scale = check_math::bound_scale(c.dcp_size, r.weights.lse_magnitude);
     bool judged = false;  // a fused test already failed: some element is wrong
     if (!profile.upstream && fused_sources(c, gen, t, head, r.weights, fused)) {
       if (fused_row_passes(f, r.weights.all_masked, fused, got_row, d_count, bound_scale)) {
@@ -497,6 +494,14 @@ size_t output_bytes_of(const Case& c) {
 }
 
 }  // namespace
+
+Mismatch mismatch_at(const Case& c, int global_rank, int op_idx, int token, int head, int dim,
+                     double got, double want, double tol) {
+  const double ulp = dim >= 0             ? ulp_of(format_of(c.out_dtype), want)
+                     : std::isfinite(want) ? ulp_of(Format::kFp32, want)
+                                           : 1.0;
+  return make_mismatch(global_rank, op_idx, token, head, dim, got, want, tol, ulp);
+}
 
 int checker_threads(int ranks_per_host, int override_threads) {
   if (override_threads > 0) return override_threads;

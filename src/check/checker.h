@@ -25,6 +25,14 @@ struct CheckProfile {
   // The output is followed by the kernel's [T, H] fp32 combined LSE
   // (RankBackend::emits_combined_lse), checked too (combined_lse_tolerance).
   bool combined_lse = false;
+  // --check gpu (the default): a backend that can (the GPU's) checks each
+  // call on the device (kernels/device_check.h) and this checker re-checks
+  // only the audit's sample (about one call in audit_one_in,
+  // device_verdict.h), every call of a case from its first failing call on,
+  // and what the device checker cannot take. false (--check cpu): every call
+  // here, as on the host backend whatever this says.
+  bool on_device = true;
+  int audit_one_in = 64;
 };
 
 struct CallCheck {
@@ -45,6 +53,11 @@ CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int gl
 CallCheck check_call_output(const Case& c, int group_idx, int group_rank, int global_rank,
                             int op_idx, const std::vector<uint8_t>& got,
                             const CheckProfile& profile = {}, int max_reported = 8);
+
+// A reported mismatch (dim -1: the combined LSE), its ULPs in the output
+// format at `want` (fp32 for the LSE), as check_call_output reports it.
+Mismatch mismatch_at(const Case& c, int global_rank, int op_idx, int token, int head, int dim,
+                     double got, double want, double tol);
 
 // Threads one rank should check with when `ranks_per_host` ranks check at
 // the same time on this host: max(1, available_cpus() / ranks_per_host), or

@@ -20,6 +20,7 @@ std::vector<std::pair<const char*, double>> serial_phases(const PhaseTimes& p) {
 void PhaseTotals::add(const CaseResult& r) {
   for (const RankCaseResult& rank : r.ranks) {
     by_rank_[rank.rank] += rank.phases;
+    check_ += rank.check;
     ++cases_[rank.rank];
   }
 }
@@ -47,7 +48,13 @@ nlohmann::ordered_json PhaseTotals::to_json() const {
     for (const PhaseField& f : kPhaseFields) row[f.json_name] = p.*f.ms;
     ranks.push_back(std::move(row));
   }
-  return {{"per_rank", std::move(ranks)}, {"bound_by", bound_by()}};
+  return {{"per_rank", std::move(ranks)},
+          {"bound_by", bound_by()},
+          {"check",
+           {{"device_calls", check_.device_calls},
+            {"audited_calls", check_.audited_calls},
+            {"cpu_calls", check_.cpu_calls},
+            {"disagreements", check_.disagreements}}}};
 }
 
 std::string PhaseTotals::line() const {
@@ -61,6 +68,21 @@ std::string PhaseTotals::line() const {
       by_rank_.size(), by_rank_.size() == 1 ? "" : "s", m.generate_ms / 1e3, m.stage_ms / 1e3,
       m.launch_ms / 1e3, m.capture_ms / 1e3, m.wait_ms / 1e3, m.collect_ms / 1e3, m.check_ms / 1e3,
       m.check_wait_ms / 1e3, m.barrier_ms / 1e3, m.idle_ms / 1e3, m.cpu_ms / 1e3, bound_by());
+}
+
+std::string PhaseTotals::check_line() const {
+  const CheckTally& k = check_;
+  if (k.calls() == 0) return "";
+  // Calls are counted per rank: one call of a group of W ranks counts W times.
+  if (k.device_calls + k.audited_calls == 0) {
+    return fmt::format("check: {} rank-calls on the CPU checker (float64)", k.cpu_calls);
+  }
+  return fmt::format(
+      "check: {} rank-calls on the device checker (float64){}; the CPU checker's audit re-checked "
+      "{} of them, {} disagreement{}",
+      k.device_calls + k.audited_calls,
+      k.cpu_calls > 0 ? fmt::format(", {} on the CPU checker alone", k.cpu_calls) : "",
+      k.audited_calls, k.disagreements, k.disagreements == 1 ? "" : "s");
 }
 
 }  // namespace dcp

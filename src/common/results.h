@@ -58,6 +58,24 @@ struct Agreement {
 // Sums the counts; the larger maximum wins (the earlier one on a tie).
 void merge_agreement(Agreement& into, const Agreement& more);
 
+// Which checker judged a rank's calls (--check): the device checker alone,
+// both (the CPU checker's audit of the device checker: any disagreement is a
+// harness failure), or the CPU checker alone.
+struct CheckTally {
+  int64_t device_calls = 0;   // judged by the device checker only
+  int64_t audited_calls = 0;  // judged by both, verdicts compared
+  int64_t cpu_calls = 0;      // judged by the CPU checker only
+  int64_t disagreements = 0;  // audited calls whose verdicts differ (each a harness failure)
+  CheckTally& operator+=(const CheckTally& o) {
+    disagreements += o.disagreements;
+    device_calls += o.device_calls;
+    audited_calls += o.audited_calls;
+    cpu_calls += o.cpu_calls;
+    return *this;
+  }
+  int64_t calls() const { return device_calls + audited_calls + cpu_calls; }
+};
+
 struct RankCaseResult {
   std::string case_id;
   int rank = 0;
@@ -69,6 +87,7 @@ struct RankCaseResult {
   uint64_t output_hash = 0;    // 64-bit word-wise hash over every output byte of every call
   double elapsed_ms = 0;
   PhaseTimes phases;           // where elapsed_ms went (phase_times.h)
+  CheckTally check;            // which checker judged the calls (JSON "check")
   double worker_ms = 0;        // the worker's: case message in .. result out (barriers included)
   std::string error;           // non-empty when the case could not complete
   std::string note;            // a pass that is worth a line (a capacity case: the refusal)

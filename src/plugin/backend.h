@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "case.h"
+#include "device_check.h"
 #include "errors.h"
 #include "generator.h"
 #include "kernel_plugin.h"
@@ -55,6 +56,15 @@ struct CallInputs {
   std::vector<uint8_t> partial_lse;     // T rows of lse_token_stride() elements, lse dtype
   std::vector<int32_t> seq_lens;        // empty when the case has no masking
   std::vector<int32_t> query_start_loc; // seq_lens.size() + 1 entries, or empty
+  // Set for a backend that checks on the device (checks_on_device()) when the
+  // runner wants it to: the device checker's parameters (pointers left null)
+  // and its [W][T] row kinds (kernels/device_check.h).
+  std::optional<DeviceCheckParams> device_check;
+  std::vector<uint8_t> row_kinds;
+  // With device_check: whether the output must come back to the host too (the
+  // CPU checker's audit, a failing case, --against). The backend copies it
+  // anyway when the device checker finds a mismatch or a damaged guard.
+  bool copy_output = true;
 };
 
 // One call's output as run_batch returns it: the [T, H, D] output and, when
@@ -81,10 +91,18 @@ class CallOutput {
       : owner_(std::move(owner)), output_(output), lse_(lse) {}
   std::span<uint8_t> output() const { return output_; }
   std::span<uint8_t> lse() const { return lse_; }  // empty unless the kernel emits it
+  // The device checker's verdict, when the call was checked on the device.
+  // The bytes are then present only when they were copied back
+  // (CallInputs::copy_output, or the device found something): has_bytes().
+  const std::optional<DeviceCheckResult>& device_verdict() const { return device_; }
+  void set_device_verdict(const DeviceCheckResult& r) { device_ = r; }
+  void drop_device_verdict() { device_.reset(); }
+  bool has_bytes() const { return owner_ != nullptr; }
 
  private:
   std::shared_ptr<void> owner_;
   std::span<uint8_t> output_, lse_;
+  std::optional<DeviceCheckResult> device_;
 };
 
 // Outputs held in vectors (each the output, then the combined LSE, if any).
@@ -131,6 +149,9 @@ class RankBackend {
   // combined LSE (combined_lse_bytes), poisoned with NaN before the call and
   // guarded like the output.
   virtual bool emits_combined_lse() const { return false; }
+  // True when the backend runs the device checker for calls that carry
+  // CallInputs::device_check (the GPU); the others ignore it.
+  virtual bool checks_on_device() const { return false; }
   // Called by every group rank between two group barriers, so the workspace is
   // quiescent: creates the second kernel context (a collective) the first time
   // c.num_contexts == 2, and resets every context's slot epochs and flags when

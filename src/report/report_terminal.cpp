@@ -353,6 +353,9 @@ void TerminalReporter::summary(const RunReport& report) {
                report.environment->teardown.rest_s);
   }
   if (style_.verbosity >= 1 && !report.phases.empty()) fmt::print(out_, "{}\n", report.phases.line());
+  if (const std::string check = report.phases.check_line(); style_.verbosity >= 0 && !check.empty()) {
+    fmt::print(out_, "{}\n", check);
+  }
   verdict(report.exit_code,
           fmt::format("{} cases: {} passed, {} failed, {} errors, {} skipped in {} [backend {}]",
                       c.total, c.passed, c.failed, c.errors, c.skipped,

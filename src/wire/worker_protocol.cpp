@@ -56,6 +56,8 @@ nlohmann::json worker_config_to_json(const WorkerConfig& config) {
       {"mutant", s.mutant},
       {"timeout_s", s.timeout_s},
       {"upstream_profile", s.profile.upstream},
+      {"check_on_device", s.profile.on_device},
+      {"audit_one_in", s.profile.audit_one_in},
       {"fault",
        {{"kind", static_cast<int>(s.fault.kind)},
         {"rank", s.fault.rank},
@@ -87,6 +89,8 @@ WorkerConfig worker_config_from_json(const nlohmann::json& j) {
     s.mutant = j.at("mutant").get<int>();
     s.timeout_s = j.at("timeout_s").get<double>();
     s.profile.upstream = j.at("upstream_profile").get<bool>();
+    s.profile.on_device = j.at("check_on_device").get<bool>();
+    s.profile.audit_one_in = j.at("audit_one_in").get<int>();
     const json& f = j.at("fault");
     s.fault.kind = static_cast<FaultSpec::Kind>(f.at("kind").get<int>());
     s.fault.rank = f.at("rank").get<int>();

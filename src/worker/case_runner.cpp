@@ -16,9 +16,11 @@
 #include <thread>
 
 #include "check_thread.h"
+#include "device_verdict.h"
 #include "errors.h"
 #include "generator.h"
 #include "mix.h"
+#include "output_digest.h"
 #include "plan.h"
 #include "thread_pool.h"
 
@@ -33,9 +35,10 @@ bool batch_has_op(const PlannedBatch& batch, int op_idx) {
 }
 
 // A backend that produces its inputs on the device gets the output's streams
-// and the (small) LSE; the others get every byte.
+// and the (small) LSE; the others get every byte. `device_check`: the call is
+// checked on the device (its parameters and row kinds go with it).
 CallInputs make_call_inputs(const Case& c, const BackendConfig& bc, const PlannedCall& planned,
-                            bool device_produces) {
+                            bool device_produces, bool device_check) {
   CallInputs call;
   call.op_idx = planned.op_idx;
   call.slot = planned.slot;
@@ -53,6 +56,11 @@ CallInputs make_call_inputs(const Case& c, const BackendConfig& bc, const Planne
   if (c.empty != EmptyPattern::kNone) {
     call.seq_lens = gen.layout().seq_lens.at(bc.group_rank);
     call.query_start_loc = gen.layout().query_start_loc;
+  }
+  if (device_check) {
+    DeviceCheckPlan plan = plan_device_check(c, gen, bc.group_rank);
+    call.device_check = plan.params;
+    call.row_kinds = std::move(plan.row_kinds);
   }
   return call;
 }
@@ -111,6 +119,8 @@ struct PendingCheck {
   std::future<std::vector<CallCheck>> checks;
   std::vector<uint64_t> digests;  // call_output_digest of each output, written by the check
   double check_ms = 0;  // written by the check, read after checks.get()
+  CheckTally tally;     // written by the check
+  std::string disagreement;  // the first audited call whose two verdicts differ
 };
 
 // Checks batch k on the runner's check thread (check_thread.h) while the
@@ -140,13 +150,7 @@ class CheckPipeline {
     std::packaged_task<std::vector<CallCheck>()> task([this, p] {
       PhaseClock clock;
       std::vector<CallCheck> checks;
-      for (size_t i = 0; i < p->outputs.size(); ++i) {
-        const CallOutput& out = p->outputs[i];
-        checks.push_back(check_call_output(p->c, bc_.group_idx, bc_.group_rank, bc_.global_rank,
-                                           p->ops[i], out.output(), out.lse(), ctx_.profile));
-        p->digests.push_back(
-            call_output_digest(out, &ThreadPool::shared(ctx_.profile.num_threads)));
-      }
+      for (size_t i = 0; i < p->outputs.size(); ++i) checks.push_back(check_one(*p, i));
       clock.lap(p->check_ms);
       return checks;
     });
@@ -159,7 +163,8 @@ class CheckPipeline {
     CheckThread::for_this_thread().post(std::move(task));
   }
 
-  // Waits for the pending check and merges it (op order), then hashes.
+  // Waits for the pending check and merges it (op order), then hashes. A
+  // disagreement between the two checkers is the harness's failure.
   void finish() {
     if (!pending_) return;
     PhaseClock wait;
@@ -168,6 +173,11 @@ class CheckPipeline {
     wait.lap(waited_ms);
     if (count_wait_) result_.phases.check_wait_ms += waited_ms;
     result_.phases.check_ms += pending_->check_ms;
+    result_.check += pending_->tally;
+    if (!pending_->disagreement.empty() && result_.error.empty()) {
+      result_.error = pending_->disagreement;
+      result_.failure = FailureKind::kHarness;
+    }
     for (size_t i = 0; i < checks.size(); ++i) {
       hash_ = fold_output_digest(hash_, pending_->digests[i]);
       accumulate_check(result_, std::move(checks[i]));
@@ -188,6 +198,9 @@ class CheckPipeline {
 
   uint64_t hash() const { return hash_; }
   bool pending() const { return pending_ != nullptr; }
+  // Some call so far failed the check (the case is failing): later calls
+  // are copied back and checked on the CPU too.
+  bool failing() const { return result_.num_mismatches > 0; }
   // A wait on another thread than the runner's is not the runner's check-wait.
   void stop_counting_wait() { count_wait_ = false; }
 
@@ -198,6 +211,36 @@ class CheckPipeline {
   std::unique_ptr<PendingCheck> pending_;
   uint64_t hash_ = kFnvOffset;
   bool count_wait_ = true;
+
+  // One call: the device's verdict when its bytes stayed there; else the CPU
+  // checker's, compared with the device's when there is one (the audit).
+  CallCheck check_one(PendingCheck& p, size_t i) const {
+    const CallOutput& out = p.outputs[i];
+    const int op = p.ops[i];
+    const std::optional<DeviceCheckResult>& device = out.device_verdict();
+    if (device && !out.has_bytes()) {
+      ++p.tally.device_calls;
+      p.digests.push_back(device->digest);
+      return call_check_of(*device, p.c, bc_.global_rank, op);
+    }
+    CallCheck cpu = check_call_output(p.c, bc_.group_idx, bc_.group_rank, bc_.global_rank, op,
+                                      out.output(), out.lse(), ctx_.profile);
+    p.digests.push_back(call_output_digest(out, &ThreadPool::shared(ctx_.profile.num_threads)));
+    if (!device) {
+      ++p.tally.cpu_calls;
+      return cpu;
+    }
+    ++p.tally.audited_calls;
+    const std::string differ = checker_disagreement(
+        call_check_of(*device, p.c, bc_.global_rank, op), device->digest, cpu, p.digests.back());
+    if (!differ.empty()) {
+      ++p.tally.disagreements;
+      if (p.disagreement.empty()) {
+        p.disagreement = fmt::format("rank {} call {}: {}", bc_.global_rank, op, differ);
+      }
+    }
+    return cpu;
+  }
 };
 
 namespace {
@@ -214,6 +257,9 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
   // An op past the end of the case fires at its last op, so a fault always fires.
   const int fault_op = std::clamp(fault.op_idx, 0, std::max(0, num_ops(c) - 1));
   const bool device_produces = backend.produces_inputs();
+  const bool device_check = ctx.profile.on_device && backend.checks_on_device() &&
+                            device_checkable(c, ctx.profile);
+  bool failing = false;  // a call of this case failed the device check
   PhaseTimes& phases = result.phases;
   std::vector<std::string> out_of_bounds;
   for (const PlannedBatch& planned : plan_case(c, bc.group_rank)) {
@@ -225,12 +271,20 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
     batch.phases = &phases;
     batch.out_of_bounds = &out_of_bounds;
     std::vector<int> ops;
+    const bool fire = fault_here && batch_has_op(planned, fault_op);
+    failing = failing || pipeline.failing();
     for (const PlannedCall& call : planned.calls) {
-      batch.calls.push_back(make_call_inputs(call_case, bc, call, device_produces));
+      CallInputs& in = batch.calls.emplace_back(
+          make_call_inputs(call_case, bc, call, device_produces, device_check));
+      // The CPU checker's share (CheckProfile::on_device): the audit's sample,
+      // a failing case, kept outputs, and a corrupted call (the fault edits
+      // the bytes on the host).
+      in.copy_output = !device_check || failing || ctx.outputs != nullptr ||
+                       audited_call(c, bc.group_idx, call.op_idx, ctx.profile.audit_one_in) ||
+                       (fire && fault.kind == FaultSpec::Kind::kCorrupt);
       ops.push_back(call.op_idx);
     }
     clock.lap(phases.generate_ms);
-    const bool fire = fault_here && batch_has_op(planned, fault_op);
     if (fire) fire_pre_dispatch_fault(fault, bc, backend.name());
     if (ctx.progress) ctx.progress(planned.calls.front().op_idx);
     clock.restart();
@@ -245,8 +299,14 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
               "backend returned {} outputs for {} calls", outputs.size(), batch.calls.size());
     if (fire && fault.kind == FaultSpec::Kind::kCorrupt) {
       for (size_t i = 0; i < outputs.size(); ++i) {
-        if (ops[i] == fault_op) corrupt_output(outputs[i].output());
+        if (ops[i] != fault_op) continue;
+        corrupt_output(outputs[i].output());
+        outputs[i].drop_device_verdict();  // it judged the bytes before the corruption
       }
+    }
+    for (const CallOutput& out : outputs) {
+      const auto& v = out.device_verdict();
+      failing = failing || (v && v->num_mismatches > 0);
     }
     pipeline.submit(call_case, std::move(ops), std::move(outputs));
   }
@@ -255,75 +315,32 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
 
 }  // namespace
 
-// The output hash (the name is historical: it was byte-at-a-time FNV-1a,
-// about 3 ms for one kimi call's 2 MiB). Now 8 bytes at a time in four
-// independent lanes (xxHash64's round: multiply, rotate, multiply), the tail
-// zero-padded into one last 32-byte block, then the length and the four lanes
-// folded into `hash` with hash_in (SplitMix64's finalizer): every input bit
-// reaches every output bit, and inputs of different lengths differ. Words
-// are read little-endian, so the value is the same on every host. Hashes are
-// only compared with hashes of the same build (replay --repeat, the
-// determinism re-run, impl agreement), never stored across versions: the
-// value changed with this function, the meaning did not. A call's output is
-// hashed per 64 KiB block (output_digest, case_runner.h), so the blocks can
-// be hashed in parallel beside the next call.
-namespace {
-
-constexpr uint64_t kLaneMul1 = 0x9E3779B185EBCA87ull, kLaneMul2 = 0xC2B2AE3D27D4EB4Full;
-
-uint64_t load_le64(const uint8_t* p) {
-  uint64_t w;
-  std::memcpy(&w, p, sizeof w);
-  if constexpr (std::endian::native == std::endian::big) w = __builtin_bswap64(w);
-  return w;
-}
-
-uint64_t lane_round(uint64_t acc, uint64_t word) {
-  return std::rotl(acc + word * kLaneMul2, 31) * kLaneMul1;
-}
-
-void hash_block(uint64_t (&lanes)[4], const uint8_t* p) {
-  for (int k = 0; k < 4; ++k) lanes[k] = lane_round(lanes[k], load_le64(p + 8 * k));
-}
-
-}  // namespace
-
+// The output hash: kernels/output_digest.h's lanes hash (the name fnv1a is
+// historical), and the call digest its two-level fold of 1 KiB blocks, the
+// device checker's too (the same header), so a call's digest does not depend
+// on which checker read it. Supers are hashed in parallel on `pool`.
 uint64_t fnv1a(uint64_t hash, const std::vector<uint8_t>& bytes) {
   return fnv1a(hash, bytes.data(), bytes.size());
 }
 
-uint64_t fnv1a(uint64_t hash, const uint8_t* p, size_t n) {
-  uint64_t lanes[4] = {hash + kLaneMul1 + kLaneMul2, hash + kLaneMul2, hash, hash - kLaneMul1};
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32) hash_block(lanes, p + i);
-  if (i < n) {
-    uint8_t tail[32] = {};
-    std::memcpy(tail, p + i, n - i);
-    hash_block(lanes, tail);
-  }
-  hash = hash_in(hash, n);
-  for (uint64_t lane : lanes) hash = hash_in(hash, lane);
-  return hash;
-}
+uint64_t fnv1a(uint64_t hash, const uint8_t* p, size_t n) { return digest_lanes(hash, p, n); }
 
 uint64_t output_digest(std::span<const uint8_t> bytes, ThreadPool* pool) {
-  constexpr size_t kBlock = size_t{64} << 10;
   const size_t n = bytes.size();
-  const size_t blocks = std::max<size_t>(1, (n + kBlock - 1) / kBlock);
-  std::vector<uint64_t> digests(blocks);
-  auto digest_blocks = [&](int, int64_t begin, int64_t end) {
-    for (auto b = static_cast<size_t>(begin); b < static_cast<size_t>(end); ++b) {
-      const size_t from = b * kBlock;
-      digests[b] = fnv1a(kFnvOffset, bytes.data() + from, std::min(n, from + kBlock) - from);
+  const size_t supers = digest_supers(n);
+  std::vector<uint64_t> digests(supers);
+  auto digest_range = [&](int, int64_t begin, int64_t end) {
+    for (auto s = static_cast<size_t>(begin); s < static_cast<size_t>(end); ++s) {
+      digests[s] = digest_super(bytes.data(), n, s);
     }
   };
   const int threads = pool != nullptr ? pool->num_threads() : 1;
-  if (threads > 1 && blocks > 1) {
-    pool->parallel_for(static_cast<int64_t>(blocks),
-                       static_cast<int>(std::min<size_t>(blocks, static_cast<size_t>(threads))),
-                       digest_blocks);
+  if (threads > 1 && supers > 1) {
+    pool->parallel_for(static_cast<int64_t>(supers),
+                       static_cast<int>(std::min<size_t>(supers, static_cast<size_t>(threads))),
+                       digest_range);
   } else {
-    digest_blocks(0, 0, static_cast<int64_t>(blocks));
+    digest_range(0, 0, static_cast<int64_t>(supers));
   }
   uint64_t hash = hash_in(kFnvOffset, n);
   for (uint64_t d : digests) hash = hash_in(hash, d);

@@ -14,6 +14,7 @@
 #include "backend.h"
 #include "case.h"
 #include "checker.h"
+#include "output_digest.h"
 #include "impl_agreement.h"
 #include "results.h"
 #include "session_config.h"
@@ -76,14 +77,13 @@ class RankCaseRun {
 // Both steps at once.
 RankCaseResult run_case_on_rank(const Case& c, RankBackend& backend, const CaseRunContext& ctx);
 
-// a 64-bit word-wise hash, continued from `hash` (start with kFnvOffset).
-inline constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ull;
+// a 64-bit word-wise hash, continued from `hash` (start with kFnvOffset,
+// output_digest.h).
 uint64_t fnv1a(uint64_t hash, const std::vector<uint8_t>& bytes);
 uint64_t fnv1a(uint64_t hash, const uint8_t* bytes, size_t n);
-// One call's output hash: fnv1a of each 64 KiB block (the last one shorter),
-// hashed in parallel on `pool` when it has threads, folded in block order
-// with the length, so the value depends on the bytes alone, never on the
-// thread count. The case's hash folds the calls' digests in op order
+// One call's output hash (kernels/output_digest.h: 1 KiB blocks folded per
+// 64 KiB), hashed in parallel on `pool` when it has threads, so the value
+// depends on the bytes alone, never on the thread count or the checker. The case's hash folds the calls' digests in op order
 // (start with kFnvOffset). Digests run on the check's thread, beside the
 // next call. A call's digest is its output's, then, when it has one, its
 // combined LSE's folded in.

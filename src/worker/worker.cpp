@@ -171,6 +171,7 @@ void merge_results(RankCaseResult& into, const RankCaseResult& more) {
   into.passed = into.passed && more.passed;
   into.elapsed_ms += more.elapsed_ms;
   into.phases += more.phases;
+  into.check += more.check;
   into.output_hash = fnv1a(
       into.output_hash, std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(&more.output_hash),
                                              reinterpret_cast<const uint8_t*>(&more.output_hash) +

@@ -49,6 +49,7 @@
 #include "call_prep.h"
 #include "cuda_check.h"
 #include "cuda_raii.h"
+#include "device_check_launch.h"
 #include "direct_a2a.h"
 #include "errors.h"
 #include "guard_zone.h"
@@ -99,6 +100,11 @@ struct CallShape {
   size_t lse_out_bytes = 0;  // the combined LSE, when the kernel writes it (else 0)
   Producer producer = Producer::kDefault;
   bool reuse = false;  // Case::reuse: NaN over both inputs right after the op
+  // The calls carry CallInputs::device_check: checked on the device, their
+  // [W][T] row kinds staged with the packed sources (kinds_bytes).
+  bool device_check = false;
+  size_t kinds_bytes = 0;
+  int check_rows = 0;  // T * H
   // seq_lens then query_start_loc (0 bytes without masking).
   size_t seq_bytes() const {
     return num_seq_slots > 0 ? 2 * sizeof(int32_t) * (static_cast<size_t>(num_seq_slots) + 1) : 0;
@@ -109,12 +115,13 @@ struct CallShape {
 // the sequences, each at a 16-byte aligned offset, staged together and copied
 // in with one copy; the preparation kernel reads them from there.
 struct PackedInputs {
-  size_t flags = 0, lse = 0, seqs = 0, total = 0;
+  size_t flags = 0, lse = 0, seqs = 0, kinds = 0, total = 0;
   explicit PackedInputs(const CallShape& sh) {
     auto up = [](size_t n) { return (n + 15) / 16 * 16; };
     lse = up(static_cast<size_t>(sh.num_tokens));
     seqs = lse + up(sh.in_lse_bytes);
-    total = seqs + sh.seq_bytes();
+    kinds = seqs + up(sh.seq_bytes());
+    total = kinds + sh.kinds_bytes;
   }
 };
 
@@ -168,10 +175,12 @@ constexpr uint32_t kSlowProducerDelayNs = 30'000;
 // to copy in (the benchmark's inputs), never touched for streams.
 struct CallBuffers {  // device side of one call
   DeviceBuffer partial_output, partial_lse, sequences, output, packed;
+  DeviceBuffer check_scratch;  // the device checker's (DeviceCheckScratch)
   DeviceBuffer producer_params;  // the slow producer's (SlowProducerParams)
 };
 struct CallStaging {  // host side of one call
   PinnedBuffer partial_output, packed, producer_params;
+  PinnedBuffer check_result;  // the device checker's DeviceCheckResult
   // Leased from the backend's output pool (ensure); collect hands it to the
   // check with the output, and the next call leases another.
   std::shared_ptr<PinnedBuffer> output;
@@ -230,6 +239,7 @@ class GpuBackend final : public RankBackend {
   bool emits_combined_lse() const override {
     return cfg_.kernel->info().has(DCP_CAP_COMBINED_LSE);
   }
+  bool checks_on_device() const override { return true; }
   void begin_case(const Case& c) override;
   std::vector<CallOutput> run_batch(const Case& c, const Batch& batch) override;
   std::vector<double> bench(const Case& c, const Batch& batch, const BenchTiming& timing,
@@ -610,6 +620,11 @@ CallShape GpuBackend::shape_of(const Case& c, const Batch& batch) const {
   sh.lse_out_bytes = emits_combined_lse() ? combined_lse_bytes(c) : 0;
   sh.producer = c.producer;
   sh.reuse = c.reuse;
+  sh.device_check = !batch.calls.empty() && batch.calls.front().device_check.has_value();
+  if (sh.device_check) {
+    sh.kinds_bytes = static_cast<size_t>(c.dcp_size) * c.num_tokens;
+    sh.check_rows = c.num_tokens * g.heads_per_rank;
+  }
   const bool masked = !batch.calls.empty() && !batch.calls.front().seq_lens.empty();
   int max_seqs = 0;
   for (const CallInputs& in : batch.calls) {
@@ -636,6 +651,11 @@ void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) co
     st.producer_params.ensure(sizeof(SlowProducerParams), rank);
   }
   st.packed.ensure(packed.total, rank);
+  if (sh.device_check) {
+    b.check_scratch.ensure(
+        DeviceCheckScratch::bytes(sh.check_rows, sh.output_bytes, sh.lse_out_bytes), rank);
+    st.check_result.ensure(sizeof(DeviceCheckResult), rank);
+  }
   const size_t region = region_of(sh, b).total_bytes();
   if (st.output == nullptr) {
     st.output = output_pool_->take(region);
@@ -668,6 +688,12 @@ void GpuBackend::stage(const CallShape& sh, const CallInputs& in, CallStaging& s
     std::memcpy(st.partial_output.data(), in.partial_output.data(), sh.in_out_bytes);
   }
   std::memcpy(staged + packed.lse, in.partial_lse.data(), sh.in_lse_bytes);
+  if (sh.device_check) {
+    DCP_CHECK(in.device_check.has_value() && in.row_kinds.size() == sh.kinds_bytes, HarnessError,
+              "call {}: {} row kinds for the device checker, expected {}", in.op_idx,
+              in.row_kinds.size(), sh.kinds_bytes);
+    std::memcpy(staged + packed.kinds, in.row_kinds.data(), sh.kinds_bytes);
+  }
   if (sh.num_seq_slots == 0) return;
   const size_t num_seqs = in.seq_lens.size();
   DCP_CHECK(in.query_start_loc.size() == num_seqs + 1, HarnessError,
@@ -809,10 +835,22 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     trace.mark("input reuse");
   }
   const OutputRegion region = region_of(sh, b);
-  check(cudaMemcpyAsync(st.output->data(), region.base, region.total_bytes(),
-                        cudaMemcpyDeviceToHost, s),
-        "copy output region out", false);
-  trace.mark("copies out");
+  if (sh.device_check) {
+    DeviceCheckParams p = *in.device_check;
+    p.output = output_of(b);
+    p.combined_lse = sh.lse_out_bytes > 0 ? reinterpret_cast<const float*>(lse_of(sh, b)) : nullptr;
+    p.row_kinds = static_cast<const uint8_t*>(b.packed.data()) + PackedInputs(sh).kinds;
+    check(launch_device_check(p, region, kGuardCanary, b.check_scratch.data(),
+                              static_cast<DeviceCheckResult*>(st.check_result.data()), s),
+          "device check", false);
+    trace.mark("device check");
+  }
+  if (!sh.device_check || in.copy_output) {
+    check(cudaMemcpyAsync(st.output->data(), region.base, region.total_bytes(),
+                          cudaMemcpyDeviceToHost, s),
+          "copy output region out", false);
+    trace.mark("copies out");
+  }
 }
 
 // The op, after the slow producer when the case has one (its parameters are
@@ -895,14 +933,49 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
   PhaseTimes& phases = batch.phases != nullptr ? *batch.phases : unused;
   // The region as copied out goes to the check whole, with no copy: the
   // output, then the combined LSE past the guard between them.
-  auto collect = [&](CallStaging& st, const CallInputs& in) {
+  // Checked on the device: the verdict, and the region only when it was
+  // copied or the verdict asks for it (a mismatch or a damaged guard: the
+  // CPU checker then re-checks and explains), which needs the call's buffers
+  // intact (`recopy`: no later call of the batch replayed into them).
+  auto collect = [&](CallStaging& st, const CallInputs& in, const CallBuffers& b,
+                     bool recopy = true) {
     PhaseClock clock;
-    check_guards(sh, in, st, batch.out_of_bounds);
-    std::shared_ptr<PinnedBuffer> region = std::move(st.output);
-    auto* bytes = static_cast<uint8_t*>(region->data());
-    const std::span<uint8_t> out(bytes + guard_, sh.output_bytes);
-    const std::span<uint8_t> lse(bytes + 2 * guard_ + sh.output_bytes, sh.lse_out_bytes);
-    outputs.emplace_back(std::move(region), out, lse);
+    std::optional<DeviceCheckResult> verdict;
+    bool copied = !sh.device_check || in.copy_output;
+    if (sh.device_check) {
+      verdict = *static_cast<const DeviceCheckResult*>(st.check_result.data());
+      // Test only: DCP_TEST_CHECKER_DISAGREE=1 skews the device's digest, so
+      // every audited call disagrees (ci/gpu.sh check: exit 3).
+      static const bool skew = [] {
+        const char* e = std::getenv("DCP_TEST_CHECKER_DISAGREE");
+        return e != nullptr && std::string(e) == "1";
+      }();
+      if (skew) verdict->digest ^= 1;
+      const bool found = verdict->num_mismatches > 0 || verdict->guard_damaged != 0;
+      if (!copied && recopy && found) {
+        check(cudaMemcpy(st.output->data(), b.output.data(), region_of(sh, b).total_bytes(),
+                         cudaMemcpyDeviceToHost),
+              "copy output region out", false);
+        copied = true;
+      }
+      if (!copied && verdict->guard_damaged != 0 && batch.out_of_bounds != nullptr) {
+        batch.out_of_bounds->push_back(fmt::format(
+            "call {}: a guard zone of the output region was overwritten (found by the device "
+            "checker; the graph's buffers were replayed into again before they could be copied)",
+            in.op_idx));
+      }
+    }
+    if (copied) {
+      check_guards(sh, in, st, batch.out_of_bounds);
+      std::shared_ptr<PinnedBuffer> region = std::move(st.output);
+      auto* bytes = static_cast<uint8_t*>(region->data());
+      const std::span<uint8_t> out(bytes + guard_, sh.output_bytes);
+      const std::span<uint8_t> lse(bytes + 2 * guard_ + sh.output_bytes, sh.lse_out_bytes);
+      outputs.emplace_back(std::move(region), out, lse);
+    } else {
+      outputs.emplace_back();  // the staging keeps its lease for the next call
+    }
+    if (verdict) outputs.back().set_device_verdict(*verdict);
     clock.lap(phases.collect_ms);
   };
   auto wait = [&] {
@@ -918,7 +991,7 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
       kick_memory_stress(c, 1);
       enqueue_call(sh, in, staging_[0], eager_buffers_, stream_for(in.slot), nullptr, &phases);
       wait();
-      collect(staging_[0], in);
+      collect(staging_[0], in, eager_buffers_);
     }
   } else if (batch.mode == ExecMode::kPipelined) {
     if (pipe_buffers_.size() < n) pipe_buffers_.resize(n);
@@ -929,8 +1002,9 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
                    stream_for(batch.calls[i].slot), nullptr, &phases);
     }
     wait();
-    for (size_t i = 0; i < n; ++i) collect(staging_[i], batch.calls[i]);
+    for (size_t i = 0; i < n; ++i) collect(staging_[i], batch.calls[i], pipe_buffers_[i]);
   } else {
+    std::vector<const CallBuffers*> used(n);
     for (size_t i = 0; i < n; ++i) {
       const CallInputs& in = batch.calls[i];
       DCP_CHECK(in.slot >= 0 && in.slot < kMaxSlots, HarnessError, "slot {} out of range", in.slot);
@@ -953,9 +1027,14 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
       warmed = true;
       g.last_use = ++graph_uses_;
       enqueue_call(sh, in, staging_[i], g.buffers, s, g.exec.get(), &phases);
+      used[i] = &g.buffers;
     }
     wait();
-    for (size_t i = 0; i < n; ++i) collect(staging_[i], batch.calls[i]);
+    for (size_t i = 0; i < n; ++i) {
+      const bool reused = std::find(used.begin() + static_cast<std::ptrdiff_t>(i) + 1, used.end(),
+                                    used[i]) != used.end();
+      collect(staging_[i], batch.calls[i], *used[i], !reused);
+    }
   }
   if (pressure_ != nullptr) pressure_->stop();
   check_region_tails(batch.out_of_bounds);

@@ -1,0 +1,233 @@
+// The device checker (device_check.h). Three kernels on the call's stream,
+// after a memset of the scratch:
+//   check_rows     one warp per (token, head) row, grid-stride: the row's
+//                  weights (device_check_row.h), then every element, lane by
+//                  lane; counts per block, one atomic add each; a row with a
+//                  mismatch sets its bit in the row flags;
+//   hash_supers    one block per 64 KiB super of the output, then of the
+//                  combined LSE: a thread per 1 KiB block, folded by thread 0
+//                  (output_digest.h);
+//   finish         one warp: the guard zones against the canary, the digest
+//                  folded, and, when something failed, the first mismatches
+//                  in the CPU checker's order (flagged rows in row order; per
+//                  row the combined LSE, then dims in order).
+// The result is then copied to the host's pinned DeviceCheckResult.
+#include "device_check_launch.h"
+
+#include "device_check_row.h"
+#include "output_digest.h"
+
+namespace dcp {
+namespace {
+
+constexpr int kCheckThreads = 256;
+constexpr int kWarps = kCheckThreads / 32;
+
+struct Scratch {
+  DeviceCheckResult* result;
+  uint32_t* row_flags;
+  uint64_t* supers;  // output supers, then LSE supers
+};
+
+Scratch scratch_of(void* base, int rows) {
+  Scratch s;
+  auto* p = static_cast<uint8_t*>(base);
+  s.result = reinterpret_cast<DeviceCheckResult*>(p);
+  size_t off = (sizeof(DeviceCheckResult) + 15) / 16 * 16;
+  s.row_flags = reinterpret_cast<uint32_t*>(p + off);
+  off += (DeviceCheckScratch::flag_words(rows) * sizeof(uint32_t) + 15) / 16 * 16;
+  s.supers = reinterpret_cast<uint64_t*>(p + off);
+  return s;
+}
+
+__global__ void __launch_bounds__(kCheckThreads) check_rows(DeviceCheckParams p, Scratch s) {
+  __shared__ unsigned long long counts[3];  // checked, mismatches, NaN
+  if (threadIdx.x < 3) counts[threadIdx.x] = 0;
+  __syncthreads();
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int rows = p.num_tokens * p.heads;
+  unsigned long long checked = 0, bad = 0, nan = 0;
+  for (int row = blockIdx.x * kWarps + static_cast<int>(threadIdx.x / 32); row < rows;
+       row += gridDim.x * kWarps) {
+    CheckRow r;
+    check_row_setup(p, row, r);
+    bool row_bad = false;
+    if (p.combined_lse != nullptr && lane == 0) {
+      const ElementCheck e = check_row_lse(p, r, row);
+      ++checked;
+      if (!e.pass) {
+        ++bad;
+        nan += check_math::is_nan(e.got);
+        row_bad = true;
+      }
+    }
+    for (int d = lane; d < p.head_dim; d += 32) {
+      const ElementCheck e = check_element(p, r, row, d);
+      ++checked;
+      if (!e.pass) {
+        ++bad;
+        nan += check_math::is_nan(e.got);
+        row_bad = true;
+      }
+    }
+    if (__any_sync(0xFFFFFFFFu, row_bad) && lane == 0) {
+      atomicOr(&s.row_flags[row / 32], 1u << (row % 32));
+    }
+  }
+  for (int off = 16; off > 0; off /= 2) {
+    checked += __shfl_down_sync(0xFFFFFFFFu, checked, off);
+    bad += __shfl_down_sync(0xFFFFFFFFu, bad, off);
+    nan += __shfl_down_sync(0xFFFFFFFFu, nan, off);
+  }
+  if (lane == 0) {
+    atomicAdd(&counts[0], checked);
+    atomicAdd(&counts[1], bad);
+    atomicAdd(&counts[2], nan);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    atomicAdd(&s.result->num_checked, counts[0]);
+    if (counts[1] > 0) {
+      atomicAdd(&s.result->num_mismatches, counts[1]);
+      atomicAdd(&s.result->num_nan, counts[2]);
+    }
+  }
+}
+
+constexpr int kBlocksPerSuper = static_cast<int>(kDigestSuper / kDigestBlock);
+
+// Blocks [0, out_supers) hash the output's supers, the rest the LSE's.
+__global__ void __launch_bounds__(kBlocksPerSuper) hash_supers(const uint8_t* out, size_t out_n,
+                                                                  const uint8_t* lse, size_t lse_n,
+                                                                  uint64_t* supers) {
+  __shared__ uint64_t blocks[kBlocksPerSuper];
+  const size_t out_supers = digest_supers(out_n);
+  const bool is_out = blockIdx.x < out_supers;
+  const uint8_t* p = is_out ? out : lse;
+  const size_t n = is_out ? out_n : lse_n;
+  const size_t super = is_out ? blockIdx.x : blockIdx.x - out_supers;
+  const size_t b = super * kBlocksPerSuper + threadIdx.x;
+  const size_t nb = digest_blocks(n);
+  if (b < nb) {
+    const size_t from = b * kDigestBlock;
+    const size_t len = n - from < kDigestBlock ? n - from : kDigestBlock;
+    blocks[threadIdx.x] = digest_lanes(kFnvOffset, p + from, len);
+  }
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  const size_t first = super * kBlocksPerSuper;
+  const size_t last = first + kBlocksPerSuper < nb ? first + kBlocksPerSuper : nb;
+  uint64_t h = hash_in(kFnvOffset, last - first);
+  for (size_t i = 0; i < last - first; ++i) h = hash_in(h, blocks[i]);
+  supers[blockIdx.x] = h;
+}
+
+__device__ bool guard_damaged(const uint8_t* g, size_t bytes, uint8_t canary) {
+  const uint32_t want = 0x01010101u * canary;
+  const auto* w = reinterpret_cast<const uint32_t*>(g);  // guards are multiples of 256 bytes
+  bool bad = false;
+  for (size_t i = threadIdx.x; i < bytes / 4; i += 32) bad |= w[i] != want;
+  return __any_sync(0xFFFFFFFFu, bad);
+}
+
+__device__ void report(DeviceCheckResult* res, const DeviceCheckParams& p, int row, int dim,
+                       const ElementCheck& e) {
+  DeviceMismatch& m = res->first[res->num_reported++];
+  m.token = row / p.heads;
+  m.head = row % p.heads;
+  m.dim = dim;
+  m.got = e.got;
+  m.want = e.want;
+  m.tol = e.tol;
+}
+
+// One warp.
+__global__ void finish(DeviceCheckParams p, Scratch s, OutputRegion region, uint8_t canary) {
+  DeviceCheckResult* res = s.result;
+  const int lane = static_cast<int>(threadIdx.x);
+  const auto* base = static_cast<const uint8_t*>(region.base);
+  const size_t g = region.guard_bytes;
+  bool damaged = guard_damaged(base, g, canary);
+  damaged |= guard_damaged(base + g + region.out_bytes, g, canary);
+  if (region.lse_bytes > 0) {
+    damaged |= guard_damaged(base + 2 * g + region.out_bytes + region.lse_bytes, g, canary);
+  }
+  if (lane == 0) {
+    res->guard_damaged = damaged ? 1 : 0;
+    const size_t out_supers = digest_supers(region.out_bytes);
+    uint64_t h = hash_in(kFnvOffset, region.out_bytes);
+    for (size_t i = 0; i < out_supers; ++i) h = hash_in(h, s.supers[i]);
+    if (region.lse_bytes > 0) {
+      uint64_t l = hash_in(kFnvOffset, region.lse_bytes);
+      for (size_t i = 0; i < digest_supers(region.lse_bytes); ++i) {
+        l = hash_in(l, s.supers[out_supers + i]);
+      }
+      h = hash_in(h, l);
+    }
+    res->digest = h;
+  }
+  if (res->num_mismatches == 0) return;
+  const int rows = p.num_tokens * p.heads;
+  for (int word = 0; word < static_cast<int>(DeviceCheckScratch::flag_words(rows)); ++word) {
+    uint32_t flags = s.row_flags[word];
+    while (flags != 0) {
+      const int row = word * 32 + __ffs(flags) - 1;
+      flags &= flags - 1;
+      CheckRow r;
+      check_row_setup(p, row, r);
+      if (p.combined_lse != nullptr && lane == 0) {
+        const ElementCheck e = check_row_lse(p, r, row);
+        if (!e.pass && res->num_reported < kDeviceCheckReported) report(res, p, row, -1, e);
+      }
+      __syncwarp();
+      for (int d0 = 0; d0 < p.head_dim; d0 += 32) {
+        const int d = d0 + lane;
+        ElementCheck e;
+        e.pass = true;
+        if (d < p.head_dim) e = check_element(p, r, row, d);
+        uint32_t fails = __ballot_sync(0xFFFFFFFFu, !e.pass);
+        while (fails != 0) {  // in dim order: one lane reports at a time
+          const int who = __ffs(fails) - 1;
+          fails &= fails - 1;
+          if (lane == who && res->num_reported < kDeviceCheckReported) report(res, p, row, d, e);
+          __syncwarp();
+        }
+        if (res->num_reported >= kDeviceCheckReported) break;
+      }
+      if (res->num_reported >= kDeviceCheckReported) return;
+    }
+  }
+}
+
+}  // namespace
+
+size_t DeviceCheckScratch::bytes(int rows, size_t out_bytes, size_t lse_bytes) {
+  return (sizeof(DeviceCheckResult) + 15) / 16 * 16 +
+         (flag_words(rows) * sizeof(uint32_t) + 15) / 16 * 16 +
+         sizeof(uint64_t) * (digest_supers(out_bytes) + (lse_bytes > 0 ? digest_supers(lse_bytes) : 0));
+}
+
+cudaError_t launch_device_check(const DeviceCheckParams& params, const OutputRegion& region,
+                                uint8_t canary, void* scratch, DeviceCheckResult* host_result,
+                                cudaStream_t stream) {
+  const int rows = params.num_tokens * params.heads;
+  const Scratch s = scratch_of(scratch, rows);
+  const size_t zeroed = reinterpret_cast<uint8_t*>(s.supers) - static_cast<uint8_t*>(scratch);
+  cudaError_t err = cudaMemsetAsync(scratch, 0, zeroed, stream);
+  if (err != cudaSuccess) return err;
+  const int blocks = rows > 0 ? (rows + kWarps - 1) / kWarps : 1;
+  check_rows<<<blocks < 1024 ? blocks : 1024, kCheckThreads, 0, stream>>>(params, s);
+  const auto* out = static_cast<const uint8_t*>(region.base) + region.guard_bytes;
+  const uint8_t* lse = out + region.out_bytes + region.guard_bytes;
+  const size_t supers = digest_supers(region.out_bytes) +
+                        (region.lse_bytes > 0 ? digest_supers(region.lse_bytes) : 0);
+  hash_supers<<<static_cast<unsigned>(supers), kBlocksPerSuper, 0, stream>>>(
+      out, region.out_bytes, lse, region.lse_bytes, s.supers);
+  finish<<<1, 32, 0, stream>>>(params, s, region, canary);
+  err = cudaGetLastError();
+  if (err != cudaSuccess) return err;
+  return cudaMemcpyAsync(host_result, s.result, sizeof(DeviceCheckResult), cudaMemcpyDeviceToHost,
+                         stream);
+}
+
+}  // namespace dcp

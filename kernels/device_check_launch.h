@@ -1,0 +1,18 @@
+// The device checker's launch (device_check.h has the types).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "device_check.h"
+
+namespace dcp {
+
+// Enqueues the check of one call on `stream`: zeroes the scratch, checks and
+// hashes, then writes the result into scratch (a DeviceCheckResult at its
+// start) and copies it to `host_result` (pinned). `region` is the call's
+// output region (output_region.h, guards included). Capturable: no host sync.
+cudaError_t launch_device_check(const DeviceCheckParams& params, const OutputRegion& region,
+                                uint8_t canary, void* scratch, DeviceCheckResult* host_result,
+                                cudaStream_t stream);
+
+}  // namespace dcp

@@ -1,0 +1,91 @@
+// The device checker's row and element arithmetic (device_check.h), compiled
+// for the device (device_check.cu) and the host (src/check/
+// device_check_test.cpp compares it with the CPU checker bit for bit). Per
+// row (token, head) it is the CPU checker's (checker.cpp, row_reference.cpp):
+// the sources' LSEs as stored, their weights, the bound's scale and the
+// combined LSE's reference and bound; per element the weighted sum from +0 in
+// source order (one rounding per product and per sum), the tolerance and the
+// test. C++17.
+#pragma once
+
+#include <cstdint>
+
+#include "check_math.h"
+#include "device_check.h"
+#include "generator_formula.h"
+
+namespace dcp {
+
+struct CheckRow {
+  int count = 0;  // sources with weight > 0, in source order
+  double weight[kDeviceCheckMaxSources];
+  RowDraw draw[kDeviceCheckMaxSources];
+  bool any = false;  // some source contributes (else the row must be exactly zero)
+  double scale = 0;  // check_math::bound_scale
+  double lse_want = 0, lse_tol = 0;
+};
+
+DCP_HD void check_row_setup(const DeviceCheckParams& p, int row, CheckRow& r) {
+  namespace cm = check_math;
+  const int t = row / p.heads, h = row % p.heads;
+  const int head = p.group_rank * p.heads + h;  // this rank owns heads [r*H, (r+1)*H)
+  const int w = p.dcp_size;
+  double l2[kDeviceCheckMaxSources], weight[kDeviceCheckMaxSources];
+  for (int s = 0; s < w; ++s) {
+    const auto kind = static_cast<LseRowKind>(p.row_kinds[s * p.num_tokens + t]);
+    const double lse = lse_stored(p.lse_format, lse_formula(p.lse, p.lse_key[s], kind, s, t, head));
+    l2[s] = cm::effective_l2(lse, kind == LseRowKind::kMasked, p.base_e);
+  }
+  double max_l2 = 0, magnitude = 0;
+  r.any = cm::combine_weights(w, l2, weight, &max_l2, &magnitude);
+  r.scale = cm::bound_scale(w, magnitude);
+  r.lse_want = cm::combined_lse(w, l2, max_l2, r.any, p.base_e);
+  r.lse_tol = r.any ? cm::combined_lse_tolerance(r.lse_want, w, magnitude) : 0;
+  r.count = 0;
+  const uint64_t wh = static_cast<uint64_t>(w) * static_cast<uint64_t>(p.heads);
+  for (int s = 0; s < w; ++s) {
+    if (!(weight[s] > 0)) continue;  // never read: may be NaN garbage
+    r.weight[r.count] = weight[s];
+    r.draw[r.count] = row_draw(p.row_key[s], static_cast<uint64_t>(t) * wh + head);
+    ++r.count;
+  }
+}
+
+struct ElementCheck {
+  double got = 0, want = 0, tol = 0;
+  bool pass = false;
+};
+
+// Element d of `row` (after check_row_setup).
+DCP_HD ElementCheck check_element(const DeviceCheckParams& p, const CheckRow& r, int row, int d) {
+  namespace cm = check_math;
+  const bool bf16 = p.out_format == 1;
+  double want = 0, abs_sum = 0;
+  for (int j = 0; j < r.count; ++j) {
+    const float xf = row_float(r.draw[j], d);
+    const double x = bf16 ? cm::bf16_to_float(float_to_bf16_bits(xf)) : cm::fp16_to_float(float_to_fp16_bits(xf));
+    want = cm::add(want, cm::mul(r.weight[j], x));
+    abs_sum = cm::add(abs_sum, cm::mul(r.weight[j], cm::abs(x)));
+  }
+  ElementCheck e;
+  e.want = want;
+  e.tol = r.any ? cm::element_tolerance(bf16 ? 7 : 10, bf16 ? 127 : 15, want, abs_sum, r.scale) : 0;
+  const size_t i = static_cast<size_t>(row) * static_cast<size_t>(p.head_dim) + static_cast<size_t>(d);
+  const uint16_t bits = static_cast<uint16_t>(p.output[2 * i] | p.output[2 * i + 1] << 8);
+  e.got = bf16 ? cm::bf16_to_float(bits) : cm::fp16_to_float(bits);
+  e.pass = cm::element_passes(e.got, e.want, e.tol);
+  return e;
+}
+
+// The row's combined LSE (p.combined_lse non-null): an all-masked row must be
+// exactly -inf, others within lse_tol.
+DCP_HD ElementCheck check_row_lse(const DeviceCheckParams& p, const CheckRow& r, int row) {
+  ElementCheck e;
+  e.got = p.combined_lse[row];
+  e.want = r.lse_want;
+  e.tol = r.lse_tol;
+  e.pass = r.any ? check_math::element_passes(e.got, e.want, e.tol) : e.got == e.want;
+  return e;
+}
+
+}  // namespace dcp

@@ -1,0 +1,197 @@
+// The device checker's arithmetic (kernels/device_check_row.h), compiled for
+// the host, against the CPU checker: on many random calls, with outputs near
+// and past the tolerance, both must reach the same verdict bit for bit (the
+// counts, the first mismatches' positions, got and want). So a CPU-only CI
+// guards the device checker's arithmetic; the GPU run (ci/gpu.sh, the audit)
+// guards its compilation for the device.
+#include "device_verdict.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "check_math.h"
+#include "device_check_row.h"
+#include "geometry.h"
+#include "mix.h"
+#include "numeric.h"
+#include "random_case.h"
+#include "row_reference.h"
+
+namespace dcp {
+namespace {
+
+// The device checker's kernels, as a host loop: rows in order, per row the
+// combined LSE then the dims, counting as check_rows does and reporting as
+// finish does (flagged rows in order, up to kDeviceCheckReported).
+CallCheck device_arithmetic(const Case& c, int group_idx, int group_rank, int global_rank, int op,
+                            const std::vector<uint8_t>& out, const std::vector<float>* lse) {
+  const OpGenerator gen(c, group_idx, op);
+  DeviceCheckPlan plan = plan_device_check(c, gen, group_rank);
+  DeviceCheckParams& p = plan.params;
+  p.output = out.data();
+  p.combined_lse = lse != nullptr ? lse->data() : nullptr;
+  p.row_kinds = plan.row_kinds.data();
+  DeviceCheckResult r{};
+  auto note = [&](int row, int dim, const ElementCheck& e) {
+    ++r.num_mismatches;
+    r.num_nan += check_math::is_nan(e.got) ? 1 : 0;
+    if (r.num_reported == kDeviceCheckReported) return;
+    DeviceMismatch& m = r.first[r.num_reported++];
+    m.token = row / p.heads;
+    m.head = row % p.heads;
+    m.dim = dim;
+    m.got = e.got;
+    m.want = e.want;
+    m.tol = e.tol;
+  };
+  for (int row = 0; row < p.num_tokens * p.heads; ++row) {
+    CheckRow cr;
+    check_row_setup(p, row, cr);
+    if (p.combined_lse != nullptr) {
+      const ElementCheck e = check_row_lse(p, cr, row);
+      ++r.num_checked;
+      if (!e.pass) note(row, -1, e);
+    }
+    for (int d = 0; d < p.head_dim; ++d) {
+      const ElementCheck e = check_element(p, cr, row, d);
+      ++r.num_checked;
+      if (!e.pass) note(row, d, e);
+    }
+  }
+  return call_check_of(r, c, global_rank, op);
+}
+
+// A kernel's output: the float64 reference rounded once, then `edits`
+// elements moved by a few ulps, to NaN, to poison, to zero or far away.
+std::vector<uint8_t> perturbed_output(const Case& c, int group_idx, int group_rank, int op,
+                                      uint64_t key, int edits) {
+  std::vector<uint8_t> out = rounded_reference_output(c, group_idx, group_rank, op);
+  const Format f = format_of(c.out_dtype);
+  const size_t n = out.size() / 2;
+  Rng rng(key);
+  for (int k = 0; k < edits; ++k) {
+    const size_t i = static_cast<size_t>(rng.next() % n);
+    const uint32_t bits = read_bits(f, out.data(), i);
+    uint32_t now = bits;
+    switch (rng.below(6)) {
+      case 0: now = bits + 1; break;
+      case 1: now = bits - 1; break;
+      case 2: now = bits + static_cast<uint32_t>(rng.between(2, 4)); break;
+      case 3: now = quiet_nan_bits(f); break;
+      case 4: now = all_ones_bits(f); break;
+      case 5: now = bits ^ 0x4000u; break;
+    }
+    write_bits(f, out.data(), i, now & 0xFFFFu);
+  }
+  return out;
+}
+
+// The combined LSE a correct fp32 kernel writes (the reference rounded to
+// float), with a few rows nudged by ulps or set to NaN.
+std::vector<float> perturbed_lse(const Case& c, int group_idx, int group_rank, int op,
+                                 uint64_t key) {
+  const OpGenerator gen(c, group_idx, op);
+  const int hc = c.geometry.heads_per_rank;
+  std::vector<float> lse(static_cast<size_t>(c.num_tokens) * hc);
+  RowReference r;
+  Rng rng(key);
+  for (int t = 0; t < c.num_tokens; ++t) {
+    for (int h = 0; h < hc; ++h) {
+      row_weights(c, gen, t, group_rank * hc + h, r);
+      float v = static_cast<float>(row_lse_bound(c, r.weights).want);
+      if (rng.chance(0.05)) {
+        uint32_t b;
+        std::memcpy(&b, &v, sizeof b);
+        b += static_cast<uint32_t>(rng.between(1, 64)) * (rng.chance(0.5) ? 1u : 0xFFFFFFFFu);
+        std::memcpy(&v, &b, sizeof v);
+      }
+      if (rng.chance(0.01)) v = std::numeric_limits<float>::quiet_NaN();
+      lse[static_cast<size_t>(t) * hc + h] = v;
+    }
+  }
+  return lse;
+}
+
+TEST_CASE("the device checker's arithmetic agrees with the CPU checker bit for bit") {
+  const Geometry g = custom_geometry(4, 64, 40);
+  int calls = 0, failing = 0, passing = 0;
+  for (uint64_t index = 0; index < 160; ++index) {
+    const int world = 2 + static_cast<int>(index % 7);  // groups of 2 .. 8
+    const Case c = random_case(0xDC9C35, index, world, g);
+    if (!device_checkable(c, CheckProfile{})) continue;
+    const int group_rank = static_cast<int>(index % static_cast<uint64_t>(c.dcp_size));
+    const int op = static_cast<int>(index % 3);
+    const int edits = static_cast<int>(index % 5) * 3;  // 0 .. 12 edited elements
+    const auto out = perturbed_output(c, 0, group_rank, op, hash_all(index, 1), edits);
+    const bool with_lse = index % 2 == 1;
+    const std::vector<float> lse = perturbed_lse(c, 0, group_rank, op, hash_all(index, 2));
+    CheckProfile profile;
+    profile.combined_lse = with_lse;
+    std::vector<uint8_t> got = out;
+    if (with_lse) {
+      const auto* b = reinterpret_cast<const uint8_t*>(lse.data());
+      got.insert(got.end(), b, b + lse.size() * sizeof(float));
+    }
+    const CallCheck cpu = check_call_output(c, 0, group_rank, 7, op, got, profile);
+    const CallCheck dev = device_arithmetic(c, 0, group_rank, 7, op, out, with_lse ? &lse : nullptr);
+    INFO(format_case_id(c), " rank ", group_rank, " op ", op);
+    CHECK(checker_disagreement(dev, 1, cpu, 1) == "");
+    ++calls;
+    (cpu.num_mismatches > 0 ? failing : passing) += 1;
+  }
+  // Both verdicts were exercised.
+  CHECK(calls >= 150);
+  CHECK(failing >= 40);
+  CHECK(passing >= 20);
+}
+
+TEST_CASE("a disagreement names both verdicts") {
+  CallCheck a, b;
+  a.num_checked = b.num_checked = 10;
+  b.num_mismatches = 1;
+  Mismatch m;
+  m.token = 3;
+  m.dim = 5;
+  m.got = 1.5;
+  m.want = 1.0;
+  b.first_mismatches.push_back(m);
+  const std::string s = checker_disagreement(a, 1, b, 1);
+  CHECK(s.find("device: 10 checked, 0 mismatches") != std::string::npos);
+  CHECK(s.find("cpu: 10 checked, 1 mismatches") != std::string::npos);
+  CHECK(s.find("t=3 h=0 d=5 got 1.5 want 1") != std::string::npos);
+  CHECK(checker_disagreement(a, 1, a, 2) != "");  // the digests too
+  CHECK(checker_disagreement(a, 1, a, 1) == "");
+}
+
+TEST_CASE("exp2 and log2 are within about 2 ulp of the library's") {
+  Rng rng(35);
+  for (int i = 0; i < 200000; ++i) {
+    const double x = -1080 * unit_double(rng.next());
+    const double a = check_math::exp2(x), b = std::exp2(x);
+    CHECK(std::fabs(a - b) <= 0x1p-51 * b + 0x1p-1073);  // 2 ulp, or 2 subnormal steps
+    const double y = 1 + 15 * unit_double(rng.next());
+    CHECK(std::fabs(check_math::log2(y) - std::log2(y)) <= 2 * 0x1p-52 * 4);
+  }
+  CHECK(check_math::exp2(0) == 1);
+  CHECK(check_math::exp2(-1) == 0.5);
+  CHECK(check_math::exp2(-check_math::inf()) == 0);
+  CHECK(check_math::log2(1) == 0);
+  CHECK(check_math::log2(8) == 3);
+}
+
+TEST_CASE("the audit samples about one call in 64, the same on every replay") {
+  Case c;
+  int audited = 0;
+  for (int op = 0; op < 64000; ++op) audited += audited_call(c, 0, op, 64) ? 1 : 0;
+  CHECK(audited > 850);
+  CHECK(audited < 1150);
+  CHECK(audited_call(c, 0, 17, 64) == audited_call(c, 0, 17, 64));
+  CHECK(audited_call(c, 0, 3, 1));
+}
+
+}  // namespace
+}  // namespace dcp
