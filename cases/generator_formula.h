@@ -178,13 +178,40 @@ DCP_HD double lse_formula(const LseRecipe& r, uint64_t lse_key, LseRowKind kind,
   return add(offset, mul(spread, sub(mul(2, unit_double(stream_at(lse_key, idx))), 1)));
 }
 
-// A drawn LSE as stored in its dtype (0 fp16, 1 bf16, 2 fp32: Format's
-// order), read back as double: one rounding to float, then to 16 bits.
-DCP_HD double lse_stored(int format, double x) {
+// A drawn LSE's bits as stored in its dtype (0 fp16, 1 bf16, 2 fp32:
+// Format's order; 16-bit formats in the low bits): one rounding to float,
+// then to 16 bits.
+DCP_HD uint32_t lse_bits_of(int format, double x) {
   const float f = static_cast<float>(x);
-  if (format == 0) return check_math::fp16_to_float(float_to_fp16_bits(f));
-  if (format == 1) return check_math::bf16_to_float(float_to_bf16_bits(f));
-  return f;
+  if (format == 0) return float_to_fp16_bits(f);
+  if (format == 1) return float_to_bf16_bits(f);
+  return float_bits(f);
+}
+// The same, read back as double.
+DCP_HD double lse_stored(int format, double x) {
+  const uint32_t b = lse_bits_of(format, x);
+  if (format == 0) return check_math::fp16_to_float(static_cast<uint16_t>(b));
+  if (format == 1) return check_math::bf16_to_float(static_cast<uint16_t>(b));
+  return bits_float(b);
+}
+
+// One source's partial_lse as a formula, for a backend that writes it where
+// it is used (the GPU's call preparation): element (t, j) of [T, stride] is
+// lse_bits_of(format, lse_formula(...)) for j < heads_total, else quiet NaN
+// (padding the kernel must never read). kinds: the source's [T] row kinds.
+struct LseStream {
+  LseRecipe recipe;
+  uint64_t key = 0;  // the source's LSE key
+  int src = 0;
+  int format = 2;
+  int num_tokens = 0;
+  int64_t stride = 0;  // elements per token row, >= recipe.heads_total
+  const uint8_t* kinds = nullptr;
+};
+DCP_HD uint32_t lse_stream_bits(const LseStream& s, int t, int64_t j) {
+  if (j >= s.recipe.heads_total) return s.format == 0 ? 0x7E00u : s.format == 1 ? 0x7FC0u : 0x7FC00000u;
+  const auto kind = static_cast<LseRowKind>(s.kinds[t]);
+  return lse_bits_of(s.format, lse_formula(s.recipe, s.key, kind, s.src, t, static_cast<int>(j)));
 }
 
 }  // namespace dcp

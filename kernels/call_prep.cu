@@ -20,8 +20,23 @@ __global__ void call_prep_kernel(CallPrep p) {
           p.poison_inputs ? uint16_t{0xFFFF} : recipe_bits(p.recipe, t, i - int64_t{t} * stride);
     }
   }
-  for (int64_t i = first; i < static_cast<int64_t>(p.lse_bytes); i += step) {
-    p.partial_lse[i] = p.poison_inputs ? uint8_t{0xFF} : p.lse_src[i];
+  if (p.lse_from_stream && !p.poison_inputs) {
+    const LseStream& s = p.lse_stream;
+    const int64_t n = static_cast<int64_t>(s.num_tokens) * s.stride;
+    const int bytes = s.format == 2 ? 4 : 2;
+    for (int64_t i = first; i < n; i += step) {
+      const auto t = static_cast<int>(i / s.stride);
+      const uint32_t b = lse_stream_bits(s, t, i - int64_t{t} * s.stride);
+      if (bytes == 4) {
+        reinterpret_cast<uint32_t*>(p.partial_lse)[i] = b;
+      } else {
+        reinterpret_cast<uint16_t*>(p.partial_lse)[i] = static_cast<uint16_t>(b);
+      }
+    }
+  } else {
+    for (int64_t i = first; i < static_cast<int64_t>(p.lse_bytes); i += step) {
+      p.partial_lse[i] = p.poison_inputs ? uint8_t{0xFF} : p.lse_src[i];
+    }
   }
   for (int64_t i = first; i < static_cast<int64_t>(p.seq_bytes); i += step) {
     p.sequences[i] = p.seq_src[i];
@@ -58,8 +73,16 @@ cudaError_t launch_call_prep(const CallPrep& p, cudaStream_t stream) {
     }
     out_elems = static_cast<int64_t>(rec.num_tokens) * rec.token_stride;
   }
+  const LseStream& ls = p.lse_stream;
+  if (p.lse_from_stream &&
+      (ls.kinds == nullptr || ls.stride < ls.recipe.heads_total || ls.format < 0 ||
+       ls.format > 2 ||
+       p.lse_bytes != static_cast<size_t>(ls.num_tokens) * ls.stride * (ls.format == 2 ? 4 : 2))) {
+    return cudaErrorInvalidValue;
+  }
   if ((p.lse_bytes > 0 &&
-       (p.partial_lse == nullptr || (!p.poison_inputs && p.lse_src == nullptr))) ||
+       (p.partial_lse == nullptr ||
+        (!p.poison_inputs && !p.lse_from_stream && p.lse_src == nullptr))) ||
       (p.seq_bytes > 0 && (p.sequences == nullptr || p.seq_src == nullptr))) {
     return cudaErrorInvalidValue;
   }

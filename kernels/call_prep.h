@@ -4,7 +4,8 @@
 //   partial_output  from the recipe (cases/generator_formula.h: the same
 //                   definition the host generator and the checker use), or
 //                   0xFF bytes when poison_inputs (the slow producer writes it later);
-//   partial_lse     lse_bytes copied from lse_src, or 0xFF bytes when poison_inputs;
+//   partial_lse     lse_bytes copied from lse_src, or from its stream (lse_stream:
+//                   the same formula as the host's), or 0xFF bytes when poison_inputs;
 //   sequences       seq_bytes copied from seq_src (seq_lens, then query_start_loc);
 //   the output region: its guards with the canary, the output and LSE with
 //                   0xFF (NaN in every dtype: what the op leaves unwritten reads as poison).
@@ -28,7 +29,9 @@ struct CallPrep {
   OutputRecipe recipe;                 // recipe.token_normal in device memory
   uint16_t* partial_output = nullptr;  // [T, recipe.token_stride]; null: left alone (copied in)
   bool poison_inputs = false;          // partial_output and partial_lse get 0xFF
-  const uint8_t* lse_src = nullptr;    // device memory; unread when poison_inputs
+  const uint8_t* lse_src = nullptr;    // device memory; unread when poison_inputs or streamed
+  bool lse_from_stream = false;        // partial_lse from lse_stream (kinds in device memory)
+  LseStream lse_stream;
   uint8_t* partial_lse = nullptr;
   size_t lse_bytes = 0;
   const uint8_t* seq_src = nullptr;  // device memory

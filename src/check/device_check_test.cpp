@@ -30,11 +30,11 @@ namespace {
 CallCheck device_arithmetic(const Case& c, int group_idx, int group_rank, int global_rank, int op,
                             const std::vector<uint8_t>& out, const std::vector<float>* lse) {
   const OpGenerator gen(c, group_idx, op);
-  DeviceCheckPlan plan = plan_device_check(c, gen, group_rank);
-  DeviceCheckParams& p = plan.params;
+  DeviceCheckParams p = device_check_params(c, gen, group_rank);
+  const std::vector<uint8_t> kinds = row_kinds_of(c, gen);
   p.output = out.data();
   p.combined_lse = lse != nullptr ? lse->data() : nullptr;
-  p.row_kinds = plan.row_kinds.data();
+  p.row_kinds = kinds.data();
   DeviceCheckResult r{};
   auto note = [&](int row, int dim, const ElementCheck& e) {
     ++r.num_mismatches;
@@ -147,6 +147,35 @@ TEST_CASE("the device checker's arithmetic agrees with the CPU checker bit for b
   CHECK(calls >= 150);
   CHECK(failing >= 40);
   CHECK(passing >= 20);
+}
+
+TEST_CASE("the device's LSE stream is generate_source_lse, bit for bit") {
+  const Geometry g = custom_geometry(4, 64, 40, 6);
+  for (uint64_t index = 0; index < 60; ++index) {
+    const Case c = random_case(0xDC9C36, index, 2 + static_cast<int>(index % 7), g);
+    const OpGenerator gen(c, 0, 1);
+    const std::vector<uint8_t> kinds = row_kinds_of(c, gen);
+    const int src = static_cast<int>(index % static_cast<uint64_t>(c.dcp_size));
+    const std::vector<uint8_t> want = generate_source_lse(gen, c, src);
+    LseStream s;
+    s.recipe = gen.lse_recipe();
+    s.key = gen.lse_key(src);
+    s.src = src;
+    s.format = static_cast<int>(format_of(c.lse_dtype));
+    s.num_tokens = c.num_tokens;
+    s.stride = c.lse_token_stride();
+    s.kinds = kinds.data() + static_cast<size_t>(src) * c.num_tokens;
+    const int bytes = s.format == 2 ? 4 : 2;
+    std::vector<uint8_t> got(want.size());
+    for (int t = 0; t < c.num_tokens; ++t) {
+      for (int64_t j = 0; j < s.stride; ++j) {
+        const uint32_t b = lse_stream_bits(s, t, j);
+        std::memcpy(got.data() + (static_cast<size_t>(t) * s.stride + j) * bytes, &b, bytes);
+      }
+    }
+    INFO(format_case_id(c));
+    CHECK(got == want);
+  }
 }
 
 TEST_CASE("a disagreement names both verdicts") {

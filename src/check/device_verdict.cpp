@@ -15,9 +15,18 @@ bool device_checkable(const Case& c, const CheckProfile& profile) {
          (c.out_dtype == DType::kFp16 || c.out_dtype == DType::kBf16);
 }
 
-DeviceCheckPlan plan_device_check(const Case& c, const OpGenerator& gen, int group_rank) {
-  DeviceCheckPlan plan;
-  DeviceCheckParams& p = plan.params;
+std::vector<uint8_t> row_kinds_of(const Case& c, const OpGenerator& gen) {
+  std::vector<uint8_t> kinds(static_cast<size_t>(c.dcp_size) * c.num_tokens);
+  for (int s = 0; s < c.dcp_size; ++s) {
+    for (int t = 0; t < c.num_tokens; ++t) {
+      kinds[static_cast<size_t>(s) * c.num_tokens + t] = static_cast<uint8_t>(gen.row_kind(s, t));
+    }
+  }
+  return kinds;
+}
+
+DeviceCheckParams device_check_params(const Case& c, const OpGenerator& gen, int group_rank) {
+  DeviceCheckParams p;
   p.num_tokens = c.num_tokens;
   p.heads = c.geometry.heads_per_rank;
   p.head_dim = c.geometry.head_dim;
@@ -27,16 +36,11 @@ DeviceCheckPlan plan_device_check(const Case& c, const OpGenerator& gen, int gro
   p.lse_format = static_cast<int>(format_of(c.lse_dtype));
   p.base_e = c.lse_base == LseBase::kE;
   p.lse = gen.lse_recipe();
-  plan.row_kinds.resize(static_cast<size_t>(c.dcp_size) * c.num_tokens);
   for (int s = 0; s < c.dcp_size; ++s) {
     p.lse_key[s] = gen.lse_key(s);
     p.row_key[s] = gen.row_key(s);
-    for (int t = 0; t < c.num_tokens; ++t) {
-      plan.row_kinds[static_cast<size_t>(s) * c.num_tokens + t] =
-          static_cast<uint8_t>(gen.row_kind(s, t));
-    }
   }
-  return plan;
+  return p;
 }
 
 CallCheck call_check_of(const DeviceCheckResult& r, const Case& c, int global_rank, int op_idx) {

@@ -18,14 +18,14 @@ namespace dcp {
 // upstream profile and groups over kDeviceCheckMaxSources are the CPU's).
 bool device_checkable(const Case& c, const CheckProfile& profile);
 
+// Every source's row kinds of one op, [W][T] LseRowKind (the device checker
+// and the device's LSE stream read them).
+std::vector<uint8_t> row_kinds_of(const Case& c, const OpGenerator& gen);
+
 // One call's parameters on `group_rank`, pointers left null: the caller sets
-// output, combined_lse (when the kernel writes it) and row_kinds, which it
-// copies from `row_kinds` ([W][T] LseRowKind).
-struct DeviceCheckPlan {
-  DeviceCheckParams params;
-  std::vector<uint8_t> row_kinds;
-};
-DeviceCheckPlan plan_device_check(const Case& c, const OpGenerator& gen, int group_rank);
+// output, combined_lse (when the kernel writes it) and row_kinds (where it
+// put row_kinds_of's bytes).
+DeviceCheckParams device_check_params(const Case& c, const OpGenerator& gen, int group_rank);
 
 // The device's verdict as the CPU checker reports one (mismatches with their
 // ULPs; no likely source: a failing call is re-checked on the CPU, which

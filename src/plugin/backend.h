@@ -56,11 +56,17 @@ struct CallInputs {
   std::vector<uint8_t> partial_lse;     // T rows of lse_token_stride() elements, lse dtype
   std::vector<int32_t> seq_lens;        // empty when the case has no masking
   std::vector<int32_t> query_start_loc; // seq_lens.size() + 1 entries, or empty
-  // Set for a backend that checks on the device (checks_on_device()) when the
-  // runner wants it to: the device checker's parameters (pointers left null)
-  // and its [W][T] row kinds (kernels/device_check.h).
-  std::optional<DeviceCheckParams> device_check;
+  // Set instead of partial_lse (left empty) for a backend that writes the
+  // inputs on the device, unless a slow producer copies them: the stream the
+  // LSE comes from (its kinds pointer left null: row_kinds has them).
+  std::optional<LseStream> lse_stream;
+  // For a backend that produces inputs: every source's [W][T] row kinds
+  // (LseRowKind), read by the LSE stream and the device checker.
   std::vector<uint8_t> row_kinds;
+  // Set for a backend that checks on the device (checks_on_device()) when the
+  // runner wants it to: the device checker's parameters (pointers left null;
+  // kernels/device_check.h).
+  std::optional<DeviceCheckParams> device_check;
   // With device_check: whether the output must come back to the host too (the
   // CPU checker's audit, a failing case, --against). The backend copies it
   // anyway when the device checker finds a mismatch or a damaged guard.

@@ -46,8 +46,21 @@ CallInputs make_call_inputs(const Case& c, const BackendConfig& bc, const Planne
   call.skew_ns = planned.skew_ns;
   const OpGenerator gen(c, bc.group_idx, planned.op_idx);
   if (device_produces) {
+    // The row kinds of every source: the device's LSE stream reads this
+    // rank's, the device checker all of them.
+    call.row_kinds = row_kinds_of(c, gen);
     call.output_streams = output_streams(gen, c, bc.group_rank);
-    call.partial_lse = generate_source_lse(gen, c, bc.group_rank);
+    if (c.producer == Producer::kDefault) {
+      LseStream& s = call.lse_stream.emplace();
+      s.recipe = gen.lse_recipe();
+      s.key = gen.lse_key(bc.group_rank);
+      s.src = bc.group_rank;
+      s.format = static_cast<int>(format_of(c.lse_dtype));
+      s.num_tokens = c.num_tokens;
+      s.stride = c.lse_token_stride();
+    } else {  // the slow producer copies the LSE's bytes
+      call.partial_lse = generate_source_lse(gen, c, bc.group_rank);
+    }
   } else {
     SourceInputs inputs = generate_source_inputs(gen, c, bc.group_rank);
     call.partial_output = std::move(inputs.partial_output);
@@ -57,11 +70,7 @@ CallInputs make_call_inputs(const Case& c, const BackendConfig& bc, const Planne
     call.seq_lens = gen.layout().seq_lens.at(bc.group_rank);
     call.query_start_loc = gen.layout().query_start_loc;
   }
-  if (device_check) {
-    DeviceCheckPlan plan = plan_device_check(c, gen, bc.group_rank);
-    call.device_check = plan.params;
-    call.row_kinds = std::move(plan.row_kinds);
-  }
+  if (device_check) call.device_check = device_check_params(c, gen, bc.group_rank);
   return call;
 }
 

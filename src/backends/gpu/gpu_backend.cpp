@@ -103,6 +103,7 @@ struct CallShape {
   // The calls carry CallInputs::device_check: checked on the device, their
   // [W][T] row kinds staged with the packed sources (kinds_bytes).
   bool device_check = false;
+  bool lse_stream = false;  // partial_lse written from CallInputs::lse_stream
   size_t kinds_bytes = 0;
   int check_rows = 0;  // T * H
   // seq_lens then query_start_loc (0 bytes without masking).
@@ -119,7 +120,7 @@ struct PackedInputs {
   explicit PackedInputs(const CallShape& sh) {
     auto up = [](size_t n) { return (n + 15) / 16 * 16; };
     lse = up(static_cast<size_t>(sh.num_tokens));
-    seqs = lse + up(sh.in_lse_bytes);
+    seqs = lse + up(sh.lse_stream ? 0 : sh.in_lse_bytes);
     kinds = seqs + up(sh.seq_bytes());
     total = kinds + sh.kinds_bytes;
   }
@@ -621,10 +622,9 @@ CallShape GpuBackend::shape_of(const Case& c, const Batch& batch) const {
   sh.producer = c.producer;
   sh.reuse = c.reuse;
   sh.device_check = !batch.calls.empty() && batch.calls.front().device_check.has_value();
-  if (sh.device_check) {
-    sh.kinds_bytes = static_cast<size_t>(c.dcp_size) * c.num_tokens;
-    sh.check_rows = c.num_tokens * g.heads_per_rank;
-  }
+  sh.lse_stream = !batch.calls.empty() && batch.calls.front().lse_stream.has_value();
+  if (sh.device_check || sh.lse_stream) sh.kinds_bytes = static_cast<size_t>(c.dcp_size) * c.num_tokens;
+  if (sh.device_check) sh.check_rows = c.num_tokens * g.heads_per_rank;
   const bool masked = !batch.calls.empty() && !batch.calls.front().seq_lens.empty();
   int max_seqs = 0;
   for (const CallInputs& in : batch.calls) {
@@ -674,9 +674,11 @@ void GpuBackend::stage(const CallShape& sh, const CallInputs& in, CallStaging& s
   const size_t out_bytes =
       in.output_streams ? in.output_streams->token_normal.size() : in.partial_output.size();
   const size_t want_out = in.output_streams ? static_cast<size_t>(sh.num_tokens) : sh.in_out_bytes;
-  DCP_CHECK(out_bytes == want_out && in.partial_lse.size() == sh.in_lse_bytes, HarnessError,
-            "call {}: inputs of {} and {} bytes, expected {} and {}", in.op_idx, out_bytes,
-            in.partial_lse.size(), want_out, sh.in_lse_bytes);
+  const size_t want_lse = sh.lse_stream ? 0 : sh.in_lse_bytes;
+  DCP_CHECK(out_bytes == want_out && in.partial_lse.size() == want_lse &&
+                in.lse_stream.has_value() == sh.lse_stream,
+            HarnessError, "call {}: inputs of {} and {} bytes, expected {} and {}", in.op_idx,
+            out_bytes, in.partial_lse.size(), want_out, want_lse);
   DCP_CHECK(in.slot >= 0 && in.slot < kMaxSlots, HarnessError, "call {}: slot {} out of range",
             in.op_idx, in.slot);
   const PackedInputs packed(sh);
@@ -687,11 +689,12 @@ void GpuBackend::stage(const CallShape& sh, const CallInputs& in, CallStaging& s
     st.partial_output.ensure(sh.in_out_bytes, cfg_.global_rank);
     std::memcpy(st.partial_output.data(), in.partial_output.data(), sh.in_out_bytes);
   }
-  std::memcpy(staged + packed.lse, in.partial_lse.data(), sh.in_lse_bytes);
-  if (sh.device_check) {
-    DCP_CHECK(in.device_check.has_value() && in.row_kinds.size() == sh.kinds_bytes, HarnessError,
-              "call {}: {} row kinds for the device checker, expected {}", in.op_idx,
-              in.row_kinds.size(), sh.kinds_bytes);
+  std::memcpy(staged + packed.lse, in.partial_lse.data(), want_lse);
+  if (sh.kinds_bytes > 0) {
+    DCP_CHECK(in.device_check.has_value() == sh.device_check &&
+                  in.row_kinds.size() == sh.kinds_bytes,
+              HarnessError, "call {}: {} row kinds, expected {}", in.op_idx, in.row_kinds.size(),
+              sh.kinds_bytes);
     std::memcpy(staged + packed.kinds, in.row_kinds.data(), sh.kinds_bytes);
   }
   if (sh.num_seq_slots == 0) return;
@@ -765,6 +768,11 @@ void GpuBackend::enqueue_inputs(const CallShape& sh, const CallInputs& in, CallS
   }
   p.poison_inputs = sh.producer != Producer::kDefault;
   p.lse_src = sources + packed.lse;
+  if (sh.lse_stream) {
+    p.lse_from_stream = true;
+    p.lse_stream = *in.lse_stream;
+    p.lse_stream.kinds = sources + packed.kinds + static_cast<size_t>(in.lse_stream->src) * sh.num_tokens;
+  }
   p.partial_lse = static_cast<uint8_t*>(b.partial_lse.data());
   p.lse_bytes = sh.in_lse_bytes;
   p.seq_src = sources + packed.seqs;
