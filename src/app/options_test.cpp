@@ -288,6 +288,28 @@ TEST_CASE("--sanitize: refused where it cannot run, exit 2 with the reason") {
         }).find("--sanitize 'leakcheck'") != std::string::npos);
 }
 
+TEST_CASE("--check: gpu by default on the GPU backend, cpu kept in replay lines, refused on the host") {
+  const Geometry tiny = *find_geometry("tiny");
+  SessionOptions s;
+  CHECK(make_session_config(s, {}, 2, tiny).profile.on_device);
+  s.check = "cpu";
+  const SessionConfig cpu = make_session_config(s, {}, 2, tiny);
+  CHECK_FALSE(cpu.profile.on_device);
+  Case c;
+  c.geometry = tiny;
+  CHECK(replay_command(cpu, 2, c).find(" --check cpu") != std::string::npos);
+  s.check = "fpga";
+  CHECK(usage_message([&] { make_session_config(s, {}, 2, tiny); }).find("--check") !=
+        std::string::npos);
+  s.check = "gpu";
+  s.backend = "host";
+  CHECK(usage_message([&] { make_session_config(s, {}, 2, tiny); }).find("needs --backend gpu") !=
+        std::string::npos);
+  s.check = "";
+  CHECK(replay_command(make_session_config(s, {}, 2, tiny), 2, c).find("--check") ==
+        std::string::npos);
+}
+
 TEST_CASE("replay --dump: one run, an empty or new directory") {
   SuiteOptions so;
   so.world = 2;
