@@ -130,17 +130,6 @@ __device__ bool guard_damaged(const uint8_t* g, size_t bytes, uint8_t canary) {
   return __any_sync(0xFFFFFFFFu, bad);
 }
 
-__device__ void report(DeviceCheckResult* res, const DeviceCheckParams& p, int row, int dim,
-                       const ElementCheck& e) {
-  DeviceMismatch& m = res->first[res->num_reported++];
-  m.token = row / p.heads;
-  m.head = row % p.heads;
-  m.dim = dim;
-  m.got = e.got;
-  m.want = e.want;
-  m.tol = e.tol;
-}
-
 // One warp.
 __global__ void finish(DeviceCheckParams p, Scratch s, OutputRegion region, uint8_t canary) {
   DeviceCheckResult* res = s.result;
@@ -177,7 +166,7 @@ __global__ void finish(DeviceCheckParams p, Scratch s, OutputRegion region, uint
       check_row_setup(p, row, r);
       if (p.combined_lse != nullptr && lane == 0) {
         const ElementCheck e = check_row_lse(p, r, row);
-        if (!e.pass && res->num_reported < kDeviceCheckReported) report(res, p, row, -1, e);
+        if (!e.pass) report_mismatch(*res, p, row, -1, e);
       }
       __syncwarp();
       for (int d0 = 0; d0 < p.head_dim; d0 += 32) {
@@ -189,7 +178,7 @@ __global__ void finish(DeviceCheckParams p, Scratch s, OutputRegion region, uint
         while (fails != 0) {  // in dim order: one lane reports at a time
           const int who = __ffs(fails) - 1;
           fails &= fails - 1;
-          if (lane == who && res->num_reported < kDeviceCheckReported) report(res, p, row, d, e);
+          if (lane == who) report_mismatch(*res, p, row, d, e);
           __syncwarp();
         }
         if (res->num_reported >= kDeviceCheckReported) break;

@@ -88,4 +88,18 @@ DCP_HD ElementCheck check_row_lse(const DeviceCheckParams& p, const CheckRow& r,
   return e;
 }
 
+// Appends element (row, dim) to the result's first mismatches (dim -1: the
+// combined LSE), when there is room.
+DCP_HD void report_mismatch(DeviceCheckResult& res, const DeviceCheckParams& p, int row, int dim,
+                            const ElementCheck& e) {
+  if (res.num_reported >= static_cast<uint32_t>(kDeviceCheckReported)) return;
+  DeviceMismatch& m = res.first[res.num_reported++];
+  m.token = row / p.heads;
+  m.head = row % p.heads;
+  m.dim = dim;
+  m.got = e.got;
+  m.want = e.want;
+  m.tol = e.tol;
+}
+
 }  // namespace dcp

@@ -39,14 +39,7 @@ CallCheck device_arithmetic(const Case& c, int group_idx, int group_rank, int gl
   auto note = [&](int row, int dim, const ElementCheck& e) {
     ++r.num_mismatches;
     r.num_nan += check_math::is_nan(e.got) ? 1 : 0;
-    if (r.num_reported == kDeviceCheckReported) return;
-    DeviceMismatch& m = r.first[r.num_reported++];
-    m.token = row / p.heads;
-    m.head = row % p.heads;
-    m.dim = dim;
-    m.got = e.got;
-    m.want = e.want;
-    m.tol = e.tol;
+    report_mismatch(r, p, row, dim, e);
   };
   for (int row = 0; row < p.num_tokens * p.heads; ++row) {
     CheckRow cr;
