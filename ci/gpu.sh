@@ -23,7 +23,8 @@
 #   check = the device checker against the CPU checker: the default suites
 #   pass with --check gpu and --check cpu, selftest detects the same mutants
 #   with either, a skewed device verdict is a disagreement (exit 3), and a
-#   broken kernel's mismatches are found on the device and explained on the CPU.
+#   broken kernel's mismatches are found on the device and explained on the CPU;
+#   checkself = selftest at --world 2 with each checker (the same verdicts).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 
@@ -360,8 +361,6 @@ step_check() {  # the device checker against the CPU checker
     run_expect "check $c w2" 0 --world 2 --check "$c" --json "$OUT/check-$c-w2.json"
     run_expect "check $c w4 kimi mps" 0 --world 4 --geometry kimi --mps on --check "$c" \
       --json "$OUT/check-$c-w4.json"
-    run_expect "check $c selftest w2" 0 selftest --world 2 --fast --no-upstream --check "$c" \
-      --json "$OUT/check-$c-selftest.json"
   done
   DCP_TEST_CHECKER_DISAGREE=1 run_expect "check skewed verdict" 3 --world 2 \
     --json "$OUT/check-skewed.json"
@@ -382,19 +381,35 @@ for name in ("check-gpu-w2", "check-cpu-w2", "check-gpu-w4", "check-cpu-w4", "ch
         if c["status"] != "pass" and c["status"] != "skipped":
             print(f"  {c['case_id']}: {c['status']}: {c['message'][:300]}")
             break
-for name in ("check-gpu-selftest", "check-cpu-selftest"):
+PY
+}
+
+step_checkself() {  # selftest with either checker: the same mutants detected
+  local c
+  for c in gpu cpu; do
+    run_expect "check $c selftest w2" 0 selftest --world 2 --fast --no-upstream --check "$c" \
+      --json "$OUT/check-$c-selftest.json"
+  done
+  python3 - "$OUT" <<'PY' | tee "$OUT/checkself-summary.txt"
+import json, sys
+out = sys.argv[1]
+seen = {}
+for c in ("gpu", "cpu"):
     try:
-        r = json.load(open(f"{out}/{name}.json"))
-        print(name, r.get("verdict"), [(m["name"], m.get("verdict"), m.get("strict", {}).get("how")) for m in r.get("mutants", [])])
+        r = json.load(open(f"{out}/check-{c}-selftest.json"))
     except (OSError, ValueError) as e:
-        print(f"{name}: no report ({e})")
+        print(f"selftest --check {c}: no report ({e})"); continue
+    seen[c] = {m["name"]: m.get("verdict") for m in r.get("mutants", [])}
+    print(f"selftest --check {c}: {r.get('verdict')}: " + ", ".join(f"{k}={v}" for k, v in seen[c].items()))
+if len(seen) == 2:
+    print("same verdicts with either checker:", seen["gpu"] == seen["cpu"])
 PY
 }
 
 for s in "${steps[@]}"; do
   case $s in
-    build | unit | test | demo | plugin | families | pressure | observe | install | litmus | memstress | perf | sanitize | dump | check) ;;
-    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure observe install litmus memstress perf sanitize dump check)" >&2; exit 2 ;;
+    build | unit | test | demo | plugin | families | pressure | observe | install | litmus | memstress | perf | sanitize | dump | check | checkself) ;;
+    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure observe install litmus memstress perf sanitize dump check checkself)" >&2; exit 2 ;;
   esac
 done
 
@@ -414,6 +429,7 @@ for s in "${steps[@]}"; do
     install) step_install ;;
     perf) step_perf ;;
     check) step_check ;;
+    checkself) step_checkself ;;
     sanitize) step_sanitize ;;
     dump) step_dump ;;
   esac
