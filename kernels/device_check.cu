@@ -3,12 +3,12 @@
 //   check_rows     one warp per (token, head) row, grid-stride: the row's
 //                  weights (device_check_row.h), then every element, lane by
 //                  lane; counts per block, one atomic add each; a row with a
-//                  mismatch sets its bit in the row flags;
+//                  mismatch sets its bit in the row flags; the guard zones'
+//                  words against the canary, grid-strided;
 //   hash_supers    one block per 64 KiB super of the output, then of the
 //                  combined LSE: a thread per 1 KiB block, folded by thread 0
 //                  (output_digest.h);
-//   finish         one warp: the guard zones against the canary, the digest
-//                  folded, and, when something failed, the first mismatches
+//   finish         one warp: the digest folded, and, when something failed, the first mismatches
 //                  in the CPU checker's order (flagged rows in row order; per
 //                  row the combined LSE, then dims in order).
 // The result is then copied to the host's pinned DeviceCheckResult.
@@ -40,7 +40,28 @@ Scratch scratch_of(void* base, int rows) {
   return s;
 }
 
-__global__ void __launch_bounds__(kCheckThreads) check_rows(DeviceCheckParams p, Scratch s) {
+// The guard zones' words (output_region.h: before and after the output, and
+// after the combined LSE when there is one) all hold the canary? Grid-strided.
+__device__ bool guards_hold(const OutputRegion& region, uint8_t canary) {
+  const auto* base = static_cast<const uint8_t*>(region.base);
+  const size_t g = region.guard_bytes;
+  const uint8_t* zones[3] = {base, base + g + region.out_bytes,
+                             base + 2 * g + region.out_bytes + region.lse_bytes};
+  const int num_zones = region.lse_bytes > 0 ? 3 : 2;
+  const uint32_t want = 0x01010101u * canary;
+  const size_t words = g / 4;  // guards are multiples of 256 bytes
+  const size_t step = static_cast<size_t>(gridDim.x) * blockDim.x;
+  bool ok = true;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < num_zones * words;
+       i += step) {
+    ok &= reinterpret_cast<const uint32_t*>(zones[i / words])[i % words] == want;
+  }
+  return ok;
+}
+
+__global__ void __launch_bounds__(kCheckThreads) check_rows(DeviceCheckParams p, Scratch s,
+                                                            OutputRegion region, uint8_t canary) {
+  if (!guards_hold(region, canary)) atomicOr(&s.result->guard_damaged, 1u);
   __shared__ unsigned long long counts[3];  // checked, mismatches, NaN
   if (threadIdx.x < 3) counts[threadIdx.x] = 0;
   __syncthreads();
@@ -122,27 +143,11 @@ __global__ void __launch_bounds__(kBlocksPerSuper) hash_supers(const uint8_t* ou
   supers[blockIdx.x] = h;
 }
 
-__device__ bool guard_damaged(const uint8_t* g, size_t bytes, uint8_t canary) {
-  const uint32_t want = 0x01010101u * canary;
-  const auto* w = reinterpret_cast<const uint32_t*>(g);  // guards are multiples of 256 bytes
-  bool bad = false;
-  for (size_t i = threadIdx.x; i < bytes / 4; i += 32) bad |= w[i] != want;
-  return __any_sync(0xFFFFFFFFu, bad);
-}
-
 // One warp.
-__global__ void finish(DeviceCheckParams p, Scratch s, OutputRegion region, uint8_t canary) {
+__global__ void finish(DeviceCheckParams p, Scratch s, OutputRegion region) {
   DeviceCheckResult* res = s.result;
   const int lane = static_cast<int>(threadIdx.x);
-  const auto* base = static_cast<const uint8_t*>(region.base);
-  const size_t g = region.guard_bytes;
-  bool damaged = guard_damaged(base, g, canary);
-  damaged |= guard_damaged(base + g + region.out_bytes, g, canary);
-  if (region.lse_bytes > 0) {
-    damaged |= guard_damaged(base + 2 * g + region.out_bytes + region.lse_bytes, g, canary);
-  }
   if (lane == 0) {
-    res->guard_damaged = damaged ? 1 : 0;
     const size_t out_supers = digest_supers(region.out_bytes);
     uint64_t h = hash_in(kFnvOffset, region.out_bytes);
     for (size_t i = 0; i < out_supers; ++i) h = hash_in(h, s.supers[i]);
@@ -205,14 +210,15 @@ cudaError_t launch_device_check(const DeviceCheckParams& params, const OutputReg
   cudaError_t err = cudaMemsetAsync(scratch, 0, zeroed, stream);
   if (err != cudaSuccess) return err;
   const int blocks = rows > 0 ? (rows + kWarps - 1) / kWarps : 1;
-  check_rows<<<blocks < 1024 ? blocks : 1024, kCheckThreads, 0, stream>>>(params, s);
+  check_rows<<<blocks < 1024 ? blocks : 1024, kCheckThreads, 0, stream>>>(params, s, region,
+                                                                          canary);
   const auto* out = static_cast<const uint8_t*>(region.base) + region.guard_bytes;
   const uint8_t* lse = out + region.out_bytes + region.guard_bytes;
   const size_t supers = digest_supers(region.out_bytes) +
                         (region.lse_bytes > 0 ? digest_supers(region.lse_bytes) : 0);
   hash_supers<<<static_cast<unsigned>(supers), kBlocksPerSuper, 0, stream>>>(
       out, region.out_bytes, lse, region.lse_bytes, s.supers);
-  finish<<<1, 32, 0, stream>>>(params, s, region, canary);
+  finish<<<1, 32, 0, stream>>>(params, s, region);
   err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   return cudaMemcpyAsync(host_result, s.result, sizeof(DeviceCheckResult), cudaMemcpyDeviceToHost,
