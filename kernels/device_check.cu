@@ -129,18 +129,12 @@ __global__ void __launch_bounds__(kBlocksPerSuper) hash_supers(const uint8_t* ou
   const size_t super = is_out ? blockIdx.x : blockIdx.x - out_supers;
   const size_t b = super * kBlocksPerSuper + threadIdx.x;
   const size_t nb = digest_blocks(n);
-  if (b < nb) {
-    const size_t from = b * kDigestBlock;
-    const size_t len = n - from < kDigestBlock ? n - from : kDigestBlock;
-    blocks[threadIdx.x] = digest_lanes(kFnvOffset, p + from, len);
-  }
+  if (b < nb) blocks[threadIdx.x] = digest_block(p, n, b);
   __syncthreads();
   if (threadIdx.x != 0) return;
   const size_t first = super * kBlocksPerSuper;
-  const size_t last = first + kBlocksPerSuper < nb ? first + kBlocksPerSuper : nb;
-  uint64_t h = hash_in(kFnvOffset, last - first);
-  for (size_t i = 0; i < last - first; ++i) h = hash_in(h, blocks[i]);
-  supers[blockIdx.x] = h;
+  const size_t count = first + kBlocksPerSuper < nb ? kBlocksPerSuper : nb - first;
+  supers[blockIdx.x] = digest_fold(count, blocks, count);
 }
 
 // One warp.
@@ -148,15 +142,12 @@ __global__ void finish(DeviceCheckParams p, Scratch s, OutputRegion region) {
   DeviceCheckResult* res = s.result;
   const int lane = static_cast<int>(threadIdx.x);
   if (lane == 0) {
+    // call_output_digest's: the output's digest, then the LSE's folded in.
     const size_t out_supers = digest_supers(region.out_bytes);
-    uint64_t h = hash_in(kFnvOffset, region.out_bytes);
-    for (size_t i = 0; i < out_supers; ++i) h = hash_in(h, s.supers[i]);
+    uint64_t h = digest_fold(region.out_bytes, s.supers, out_supers);
     if (region.lse_bytes > 0) {
-      uint64_t l = hash_in(kFnvOffset, region.lse_bytes);
-      for (size_t i = 0; i < digest_supers(region.lse_bytes); ++i) {
-        l = hash_in(l, s.supers[out_supers + i]);
-      }
-      h = hash_in(h, l);
+      h = hash_in(h, digest_fold(region.lse_bytes, s.supers + out_supers,
+                                 digest_supers(region.lse_bytes)));
     }
     res->digest = h;
   }

@@ -76,19 +76,29 @@ DCP_HD size_t digest_supers(size_t n) {
   return (digest_blocks(n) + per - 1) / per;
 }
 
+// One level's fold: hash_in from kFnvOffset over `head` (a super's block
+// count, or a buffer's byte count), then each of parts[0, k) in order.
+DCP_HD uint64_t digest_fold(uint64_t head, const uint64_t* parts, size_t k) {
+  uint64_t h = hash_in(kFnvOffset, head);
+  for (size_t i = 0; i < k; ++i) h = hash_in(h, parts[i]);
+  return h;
+}
+
+// Block b's digest of p[0, n).
+DCP_HD uint64_t digest_block(const uint8_t* p, size_t n, size_t b) {
+  const size_t from = b * kDigestBlock;
+  return digest_lanes(kFnvOffset, p + from, n - from < kDigestBlock ? n - from : kDigestBlock);
+}
+
 // Super digest `s` of p[0, n), block by block.
 DCP_HD uint64_t digest_super(const uint8_t* p, size_t n, size_t s) {
   constexpr size_t per = kDigestSuper / kDigestBlock;
   const size_t first = s * per;
   size_t last = first + per;
   if (last > digest_blocks(n)) last = digest_blocks(n);
-  uint64_t h = hash_in(kFnvOffset, last - first);
-  for (size_t b = first; b < last; ++b) {
-    const size_t from = b * kDigestBlock;
-    const size_t len = n - from < kDigestBlock ? n - from : kDigestBlock;
-    h = hash_in(h, digest_lanes(kFnvOffset, p + from, len));
-  }
-  return h;
+  uint64_t blocks[per];
+  for (size_t b = first; b < last; ++b) blocks[b - first] = digest_block(p, n, b);
+  return digest_fold(last - first, blocks, last - first);
 }
 
 }  // namespace dcp

@@ -351,9 +351,7 @@ uint64_t output_digest(std::span<const uint8_t> bytes, ThreadPool* pool) {
   } else {
     digest_range(0, 0, static_cast<int64_t>(supers));
   }
-  uint64_t hash = hash_in(kFnvOffset, n);
-  for (uint64_t d : digests) hash = hash_in(hash, d);
-  return hash;
+  return digest_fold(n, digests.data(), supers);
 }
 
 uint64_t call_output_digest(const CallOutput& out, ThreadPool* pool) {
