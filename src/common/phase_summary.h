@@ -23,10 +23,9 @@ class PhaseTotals {
   nlohmann::ordered_json to_json() const;
   // "phases (s, mean of 4 ranks): generate 0.12, stage ..., check 1.10 (waited 0.20), ...; bound by wait"
   std::string line() const;
-  // Which checker judged the calls, over every rank: "check: 1,234 calls on
-  // the GPU's float64 checker; the CPU checker's audit re-checked 20 of them
-  // (0 disagreements)"; "" when no call was checked.
-  const CheckTally& check() const { return check_; }
+  // Which checker judged the calls, over every rank: "check: 1234 rank-calls
+  // on the device checker (float64); the CPU checker's audit re-checked 20 of
+  // them, 0 disagreements"; "" when no call was checked.
   std::string check_line() const;
 
  private:

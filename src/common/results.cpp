@@ -111,6 +111,20 @@ void from_json(const nlohmann::json& j, PhaseTimes& p) {
   }
 }
 
+void to_json(nlohmann::json& j, const CheckTally& k) {
+  j = nlohmann::json{{"device_calls", k.device_calls},
+                     {"audited_calls", k.audited_calls},
+                     {"cpu_calls", k.cpu_calls},
+                     {"disagreements", k.disagreements}};
+}
+
+void from_json(const nlohmann::json& j, CheckTally& k) {
+  j.at("device_calls").get_to(k.device_calls);
+  j.at("audited_calls").get_to(k.audited_calls);
+  j.at("cpu_calls").get_to(k.cpu_calls);
+  j.at("disagreements").get_to(k.disagreements);
+}
+
 void to_json(nlohmann::json& j, const RankCaseResult& r) {
   j = nlohmann::json{{"case_id", r.case_id},
                      {"rank", r.rank},
@@ -122,10 +136,7 @@ void to_json(nlohmann::json& j, const RankCaseResult& r) {
                      {"output_hash", r.output_hash},
                      {"elapsed_ms", number(r.elapsed_ms)},
                      {"phases", r.phases},
-                     {"check", {{"device_calls", r.check.device_calls},
-                                {"audited_calls", r.check.audited_calls},
-                                {"cpu_calls", r.check.cpu_calls},
-                                {"disagreements", r.check.disagreements}}},
+                     {"check", r.check},
                      {"worker_ms", r.worker_ms},
                      {"error", r.error},
                      {"note", r.note},
@@ -145,13 +156,7 @@ void from_json(const nlohmann::json& j, RankCaseResult& r) {
   j.at("output_hash").get_to(r.output_hash);
   r.elapsed_ms = read_number(j, "elapsed_ms");
   if (j.contains("phases")) j.at("phases").get_to(r.phases);
-  if (j.contains("check")) {
-    const auto& k = j.at("check");
-    k.at("device_calls").get_to(r.check.device_calls);
-    k.at("audited_calls").get_to(r.check.audited_calls);
-    k.at("cpu_calls").get_to(r.check.cpu_calls);
-    k.at("disagreements").get_to(r.check.disagreements);
-  }
+  if (j.contains("check")) j.at("check").get_to(r.check);
   if (j.contains("worker_ms")) r.worker_ms = read_number(j, "worker_ms");
   j.at("error").get_to(r.error);
   if (j.contains("note")) j.at("note").get_to(r.note);

@@ -67,10 +67,10 @@ struct CheckTally {
   int64_t cpu_calls = 0;      // judged by the CPU checker only
   int64_t disagreements = 0;  // audited calls whose verdicts differ (each a harness failure)
   CheckTally& operator+=(const CheckTally& o) {
-    disagreements += o.disagreements;
     device_calls += o.device_calls;
     audited_calls += o.audited_calls;
     cpu_calls += o.cpu_calls;
+    disagreements += o.disagreements;
     return *this;
   }
   int64_t calls() const { return device_calls + audited_calls + cpu_calls; }
@@ -136,6 +136,8 @@ void to_json(nlohmann::json& j, const Agreement& a);
 void from_json(const nlohmann::json& j, Agreement& a);
 void to_json(nlohmann::json& j, const PhaseTimes& p);
 void from_json(const nlohmann::json& j, PhaseTimes& p);
+void to_json(nlohmann::json& j, const CheckTally& k);
+void from_json(const nlohmann::json& j, CheckTally& k);
 void to_json(nlohmann::json& j, const RankCaseResult& r);
 void from_json(const nlohmann::json& j, RankCaseResult& r);
 std::string_view to_string(CaseStatus s);
