@@ -1,17 +1,22 @@
-// The device checker (device_check.h). Three kernels on the call's stream,
-// after a memset of the scratch:
-//   check_rows     one warp per (token, head) row, grid-stride: the row's
-//                  weights (device_check_row.h), then every element, lane by
-//                  lane; counts per block, one atomic add each; a row with a
-//                  mismatch sets its bit in the row flags; the guard zones'
-//                  words against the canary, grid-strided;
-//   hash_supers    one block per 64 KiB super of the output, then of the
-//                  combined LSE: a thread per 1 KiB block, folded by thread 0
-//                  (output_digest.h);
-//   finish         one warp: the digest folded, and, when something failed, the first mismatches
-//                  in the CPU checker's order (flagged rows in row order; per
-//                  row the combined LSE, then dims in order).
-// The result is then copied to the host's pinned DeviceCheckResult.
+// The device checker (device_check.h). Two kernels on the call's stream:
+//   check_rows  blocks [0, row_blocks): one warp per (token, head) row,
+//               grid-stride over those blocks: the row's weights
+//               (device_check_row.h), then every element, lane by lane;
+//               counts per block, one atomic add each; a row with a mismatch
+//               sets its bit in the row flags.
+//               blocks [row_blocks, ...): the digest's 64 KiB supers of the
+//               output, then of the combined LSE, four per block: a thread
+//               per 1 KiB block, folded by the super's first thread
+//               (output_digest.h).
+//               Every block: the guard zones' words against the canary.
+//   finish      one warp: publishes the counts, the guard verdict and the
+//               folded digest into the result, and, when something failed,
+//               the first mismatches in the CPU checker's order (flagged rows
+//               ascending; per row the combined LSE, then the dims); then
+//               zeroes the accumulators and flags for the next call.
+// The result is then copied to the host's pinned DeviceCheckResult. The
+// scratch is zeroed once when allocated (launch_device_check's `zeroed`
+// says when it must be zeroed first); every finish leaves it zeroed again.
 #include "device_check_launch.h"
 
 #include "device_check_row.h"
@@ -22,20 +27,32 @@ namespace {
 
 constexpr int kCheckThreads = 256;
 constexpr int kWarps = kCheckThreads / 32;
+constexpr int kBlocksPerSuper = static_cast<int>(kDigestSuper / kDigestBlock);  // 64
+constexpr int kSupersPerBlock = kCheckThreads / kBlocksPerSuper;                 // 4
+
+struct Accumulators {
+  unsigned long long checked, mismatches, nan;
+  uint32_t guard_damaged, reserved;
+};
 
 struct Scratch {
-  DeviceCheckResult* result;
+  DeviceCheckResult* result;  // published by finish
+  Accumulators* acc;
   uint32_t* row_flags;
   uint64_t* supers;  // output supers, then LSE supers
 };
+
+constexpr size_t up16(size_t n) { return (n + 15) / 16 * 16; }
 
 Scratch scratch_of(void* base, int rows) {
   Scratch s;
   auto* p = static_cast<uint8_t*>(base);
   s.result = reinterpret_cast<DeviceCheckResult*>(p);
-  size_t off = (sizeof(DeviceCheckResult) + 15) / 16 * 16;
+  size_t off = up16(sizeof(DeviceCheckResult));
+  s.acc = reinterpret_cast<Accumulators*>(p + off);
+  off += up16(sizeof(Accumulators));
   s.row_flags = reinterpret_cast<uint32_t*>(p + off);
-  off += (DeviceCheckScratch::flag_words(rows) * sizeof(uint32_t) + 15) / 16 * 16;
+  off += up16(DeviceCheckScratch::flag_words(rows) * sizeof(uint32_t));
   s.supers = reinterpret_cast<uint64_t*>(p + off);
   return s;
 }
@@ -59,9 +76,7 @@ __device__ bool guards_hold(const OutputRegion& region, uint8_t canary) {
   return ok;
 }
 
-__global__ void __launch_bounds__(kCheckThreads) check_rows(DeviceCheckParams p, Scratch s,
-                                                            OutputRegion region, uint8_t canary) {
-  if (!guards_hold(region, canary)) atomicOr(&s.result->guard_damaged, 1u);
+__device__ void check_some_rows(const DeviceCheckParams& p, const Scratch& s, int row_blocks) {
   __shared__ unsigned long long counts[3];  // checked, mismatches, NaN
   if (threadIdx.x < 3) counts[threadIdx.x] = 0;
   __syncthreads();
@@ -69,7 +84,7 @@ __global__ void __launch_bounds__(kCheckThreads) check_rows(DeviceCheckParams p,
   const int rows = p.num_tokens * p.heads;
   unsigned long long checked = 0, bad = 0, nan = 0;
   for (int row = blockIdx.x * kWarps + static_cast<int>(threadIdx.x / 32); row < rows;
-       row += gridDim.x * kWarps) {
+       row += row_blocks * kWarps) {
     CheckRow r;
     check_row_setup(p, row, r);
     bool row_bad = false;
@@ -107,51 +122,52 @@ __global__ void __launch_bounds__(kCheckThreads) check_rows(DeviceCheckParams p,
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    atomicAdd(&s.result->num_checked, counts[0]);
+    atomicAdd(&s.acc->checked, counts[0]);
     if (counts[1] > 0) {
-      atomicAdd(&s.result->num_mismatches, counts[1]);
-      atomicAdd(&s.result->num_nan, counts[2]);
+      atomicAdd(&s.acc->mismatches, counts[1]);
+      atomicAdd(&s.acc->nan, counts[2]);
     }
   }
 }
 
-constexpr int kBlocksPerSuper = static_cast<int>(kDigestSuper / kDigestBlock);
-
-// Blocks [0, out_supers) hash the output's supers, the rest the LSE's.
-__global__ void __launch_bounds__(kBlocksPerSuper) hash_supers(const uint8_t* out, size_t out_n,
-                                                                  const uint8_t* lse, size_t lse_n,
-                                                                  uint64_t* supers) {
-  __shared__ uint64_t blocks[kBlocksPerSuper];
-  const size_t out_supers = digest_supers(out_n);
-  const bool is_out = blockIdx.x < out_supers;
+// Supers [4 (block - row_blocks), +4) of the output's, then the LSE's.
+__device__ void hash_some_supers(const Scratch& s, const OutputRegion& region, int row_blocks) {
+  __shared__ uint64_t blocks[kCheckThreads];
+  const auto* out = static_cast<const uint8_t*>(region.base) + region.guard_bytes;
+  const uint8_t* lse = out + region.out_bytes + region.guard_bytes;
+  const size_t out_supers = digest_supers(region.out_bytes);
+  const size_t all = out_supers + (region.lse_bytes > 0 ? digest_supers(region.lse_bytes) : 0);
+  const size_t index = static_cast<size_t>(blockIdx.x - row_blocks) * kSupersPerBlock +
+                       threadIdx.x / kBlocksPerSuper;
+  const int local = static_cast<int>(threadIdx.x % kBlocksPerSuper);
+  const bool is_out = index < out_supers;
   const uint8_t* p = is_out ? out : lse;
-  const size_t n = is_out ? out_n : lse_n;
-  const size_t super = is_out ? blockIdx.x : blockIdx.x - out_supers;
-  const size_t b = super * kBlocksPerSuper + threadIdx.x;
+  const size_t n = is_out ? region.out_bytes : region.lse_bytes;
+  const size_t super = is_out ? index : index - out_supers;
   const size_t nb = digest_blocks(n);
-  if (b < nb) blocks[threadIdx.x] = digest_block(p, n, b);
+  const size_t b = super * kBlocksPerSuper + local;
+  if (index < all && b < nb) blocks[threadIdx.x] = digest_block(p, n, b);
   __syncthreads();
-  if (threadIdx.x != 0) return;
+  if (index >= all || local != 0) return;
   const size_t first = super * kBlocksPerSuper;
   const size_t count = first + kBlocksPerSuper < nb ? kBlocksPerSuper : nb - first;
-  supers[blockIdx.x] = digest_fold(count, blocks, count);
+  s.supers[index] = digest_fold(count, blocks + threadIdx.x, count);
 }
 
-// One warp.
-__global__ void finish(DeviceCheckParams p, Scratch s, OutputRegion region) {
+__global__ void __launch_bounds__(kCheckThreads)
+    check_rows(DeviceCheckParams p, Scratch s, OutputRegion region, uint8_t canary, int row_blocks) {
+  if (!guards_hold(region, canary)) atomicOr(&s.acc->guard_damaged, 1u);
+  if (static_cast<int>(blockIdx.x) < row_blocks) {
+    check_some_rows(p, s, row_blocks);
+  } else {
+    hash_some_supers(s, region, row_blocks);
+  }
+}
+
+// The first mismatches, in the CPU checker's order (one warp).
+__device__ void report_first(const DeviceCheckParams& p, const Scratch& s) {
   DeviceCheckResult* res = s.result;
   const int lane = static_cast<int>(threadIdx.x);
-  if (lane == 0) {
-    // call_output_digest's: the output's digest, then the LSE's folded in.
-    const size_t out_supers = digest_supers(region.out_bytes);
-    uint64_t h = digest_fold(region.out_bytes, s.supers, out_supers);
-    if (region.lse_bytes > 0) {
-      h = hash_in(h, digest_fold(region.lse_bytes, s.supers + out_supers,
-                                 digest_supers(region.lse_bytes)));
-    }
-    res->digest = h;
-  }
-  if (res->num_mismatches == 0) return;
   const int rows = p.num_tokens * p.heads;
   for (int word = 0; word < static_cast<int>(DeviceCheckScratch::flag_words(rows)); ++word) {
     uint32_t flags = s.row_flags[word];
@@ -177,40 +193,66 @@ __global__ void finish(DeviceCheckParams p, Scratch s, OutputRegion region) {
           if (lane == who) report_mismatch(*res, p, row, d, e);
           __syncwarp();
         }
-        if (res->num_reported >= kDeviceCheckReported) break;
+        if (res->num_reported >= kDeviceCheckReported) return;
       }
-      if (res->num_reported >= kDeviceCheckReported) return;
     }
   }
+}
+
+__global__ void finish(DeviceCheckParams p, Scratch s, OutputRegion region) {
+  DeviceCheckResult* res = s.result;
+  const int lane = static_cast<int>(threadIdx.x);
+  if (lane == 0) {
+    res->num_checked = s.acc->checked;
+    res->num_mismatches = s.acc->mismatches;
+    res->num_nan = s.acc->nan;
+    res->guard_damaged = s.acc->guard_damaged;
+    res->num_reported = 0;
+    // call_output_digest's: the output's digest, then the LSE's folded in.
+    const size_t out_supers = digest_supers(region.out_bytes);
+    uint64_t h = digest_fold(region.out_bytes, s.supers, out_supers);
+    if (region.lse_bytes > 0) {
+      h = hash_in(h, digest_fold(region.lse_bytes, s.supers + out_supers,
+                                 digest_supers(region.lse_bytes)));
+    }
+    res->digest = h;
+  }
+  __syncwarp();
+  if (res->num_mismatches > 0) report_first(p, s);
+  __syncwarp();
+  // Ready for the next call: accumulators and flags back to zero.
+  const int words = static_cast<int>(DeviceCheckScratch::flag_words(p.num_tokens * p.heads));
+  for (int w = lane; w < words; w += 32) s.row_flags[w] = 0;
+  if (lane == 0) *s.acc = Accumulators{};
 }
 
 }  // namespace
 
 size_t DeviceCheckScratch::bytes(int rows, size_t out_bytes, size_t lse_bytes) {
-  return (sizeof(DeviceCheckResult) + 15) / 16 * 16 +
-         (flag_words(rows) * sizeof(uint32_t) + 15) / 16 * 16 +
+  return up16(sizeof(DeviceCheckResult)) + up16(sizeof(Accumulators)) +
+         up16(flag_words(rows) * sizeof(uint32_t)) +
          sizeof(uint64_t) * (digest_supers(out_bytes) + (lse_bytes > 0 ? digest_supers(lse_bytes) : 0));
 }
 
 cudaError_t launch_device_check(const DeviceCheckParams& params, const OutputRegion& region,
-                                uint8_t canary, void* scratch, DeviceCheckResult* host_result,
-                                cudaStream_t stream) {
+                                uint8_t canary, void* scratch, bool zeroed,
+                                DeviceCheckResult* host_result, cudaStream_t stream) {
   const int rows = params.num_tokens * params.heads;
   const Scratch s = scratch_of(scratch, rows);
-  const size_t zeroed = reinterpret_cast<uint8_t*>(s.supers) - static_cast<uint8_t*>(scratch);
-  cudaError_t err = cudaMemsetAsync(scratch, 0, zeroed, stream);
-  if (err != cudaSuccess) return err;
-  const int blocks = rows > 0 ? (rows + kWarps - 1) / kWarps : 1;
-  check_rows<<<blocks < 1024 ? blocks : 1024, kCheckThreads, 0, stream>>>(params, s, region,
-                                                                          canary);
-  const auto* out = static_cast<const uint8_t*>(region.base) + region.guard_bytes;
-  const uint8_t* lse = out + region.out_bytes + region.guard_bytes;
+  if (!zeroed) {
+    const size_t n = reinterpret_cast<uint8_t*>(s.supers) - static_cast<uint8_t*>(scratch);
+    const cudaError_t err = cudaMemsetAsync(scratch, 0, n, stream);
+    if (err != cudaSuccess) return err;
+  }
+  int row_blocks = rows > 0 ? (rows + kWarps - 1) / kWarps : 1;
+  if (row_blocks > 1024) row_blocks = 1024;
   const size_t supers = digest_supers(region.out_bytes) +
                         (region.lse_bytes > 0 ? digest_supers(region.lse_bytes) : 0);
-  hash_supers<<<static_cast<unsigned>(supers), kBlocksPerSuper, 0, stream>>>(
-      out, region.out_bytes, lse, region.lse_bytes, s.supers);
+  const int hash_blocks = static_cast<int>((supers + kSupersPerBlock - 1) / kSupersPerBlock);
+  check_rows<<<row_blocks + hash_blocks, kCheckThreads, 0, stream>>>(params, s, region, canary,
+                                                                    row_blocks);
   finish<<<1, 32, 0, stream>>>(params, s, region);
-  err = cudaGetLastError();
+  const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) return err;
   return cudaMemcpyAsync(host_result, s.result, sizeof(DeviceCheckResult), cudaMemcpyDeviceToHost,
                          stream);

@@ -177,6 +177,7 @@ constexpr uint32_t kSlowProducerDelayNs = 30'000;
 struct CallBuffers {  // device side of one call
   DeviceBuffer partial_output, partial_lse, sequences, output, packed;
   DeviceBuffer check_scratch;  // the device checker's (DeviceCheckScratch)
+  bool check_zeroed = false;   // check_scratch is all zero (launch_device_check)
   DeviceBuffer producer_params;  // the slow producer's (SlowProducerParams)
 };
 struct CallStaging {  // host side of one call
@@ -652,8 +653,12 @@ void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) co
   }
   st.packed.ensure(packed.total, rank);
   if (sh.device_check) {
-    b.check_scratch.ensure(
-        DeviceCheckScratch::bytes(sh.check_rows, sh.output_bytes, sh.lse_out_bytes), rank);
+    const size_t scratch =
+        DeviceCheckScratch::bytes(sh.check_rows, sh.output_bytes, sh.lse_out_bytes);
+    if (b.check_scratch.bytes() < scratch) {
+      b.check_scratch.ensure(scratch, rank);
+      b.check_zeroed = false;
+    }
     st.check_result.ensure(sizeof(DeviceCheckResult), rank);
   }
   const size_t region = region_of(sh, b).total_bytes();
@@ -848,9 +853,11 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     p.output = output_of(b);
     p.combined_lse = sh.lse_out_bytes > 0 ? reinterpret_cast<const float*>(lse_of(sh, b)) : nullptr;
     p.row_kinds = static_cast<const uint8_t*>(b.packed.data()) + PackedInputs(sh).kinds;
-    check(launch_device_check(p, region, kGuardCanary, b.check_scratch.data(),
+    const launch_observer::Unobserved ours;
+    check(launch_device_check(p, region, kGuardCanary, b.check_scratch.data(), b.check_zeroed,
                               static_cast<DeviceCheckResult*>(st.check_result.data()), s),
           "device check", false);
+    b.check_zeroed = false;  // until the check is seen complete (collect)
     trace.mark("device check");
   }
   if (!sh.device_check || in.copy_output) {
@@ -945,13 +952,13 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
   // copied or the verdict asks for it (a mismatch or a damaged guard: the
   // CPU checker then re-checks and explains), which needs the call's buffers
   // intact (`recopy`: no later call of the batch replayed into them).
-  auto collect = [&](CallStaging& st, const CallInputs& in, const CallBuffers& b,
-                     bool recopy = true) {
+  auto collect = [&](CallStaging& st, const CallInputs& in, CallBuffers& b, bool recopy = true) {
     PhaseClock clock;
     std::optional<DeviceCheckResult> verdict;
     bool copied = !sh.device_check || in.copy_output;
     if (sh.device_check) {
       verdict = *static_cast<const DeviceCheckResult*>(st.check_result.data());
+      b.check_zeroed = true;  // the check completed: its finish zeroed the scratch
       // Test only: DCP_TEST_CHECKER_DISAGREE=1 skews the device's digest, so
       // every audited call disagrees (ci/gpu.sh check: exit 3).
       static const bool skew = [] {
@@ -1012,7 +1019,7 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
     wait();
     for (size_t i = 0; i < n; ++i) collect(staging_[i], batch.calls[i], pipe_buffers_[i]);
   } else {
-    std::vector<const CallBuffers*> used(n);
+    std::vector<CallBuffers*> used(n);
     for (size_t i = 0; i < n; ++i) {
       const CallInputs& in = batch.calls[i];
       DCP_CHECK(in.slot >= 0 && in.slot < kMaxSlots, HarnessError, "slot {} out of range", in.slot);

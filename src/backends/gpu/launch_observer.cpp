@@ -559,6 +559,9 @@ void set_pressure_sms(int sms) {
   if (s.on) s.table->pressure_sms = sms;
 }
 
+Unobserved::Unobserved() : saved_(t_busy) { t_busy = true; }
+Unobserved::~Unobserved() { t_busy = saved_; }
+
 void add_dump_region(const void* owner, int dcp_size, int context, const std::string& name,
                      bool local, const void* device_ptr, uint64_t bytes) {
   State& s = state();

@@ -42,6 +42,20 @@ class OpScope {
   int saved_[3];
 };
 
+// dcp-check's own launches after the op (the device checker): not observed
+// while the scope lives on this thread (they cannot hang, and each observed
+// launch costs an event record).
+class Unobserved {
+ public:
+  Unobserved();
+  ~Unobserved();
+  Unobserved(const Unobserved&) = delete;
+  Unobserved& operator=(const Unobserved&) = delete;
+
+ private:
+  bool saved_;
+};
+
 // A label for a stream in messages ("dcp2 slot 1").
 void name_stream(const void* stream, const std::string& label);
 // SMs an SM-pressure kernel holds from now on (0: none).
