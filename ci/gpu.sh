@@ -15,6 +15,9 @@
 #   litmus = weak-memory litmus tests with and without memory stress (--mps off, on);
 #   memstress = the memory-stress family, its mutants in selftest, its cost in stress;
 #   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md);
+#   perfdiag = what bounds the device-checked stress run: CUPTI observation and
+#   the memory stress off one at a time, every call step timed alone
+#   (DCP_TRACE_STEPS=0), nsys's kernel summary where nsys is installed;
 #   sanitize = every worker under compute-sanitizer: the built-in kernel and the
 #   example plugin pass memcheck at --world 2, the read-far-past-input mutant
 #   is reported by memcheck (kernel, access), the other tools on the smoke
@@ -118,6 +121,8 @@ step_plugin() {
   [[ $rc -eq 0 ]] || return
   local ex=$dir/libdcp_example_plugin.so broken=$dir/libdcp_example_plugin_broken.so
   run_expect "plugin w2" 0 --world 2 --kernel "$ex" --json "$OUT/plugin-w2.json"
+  run_expect "plugin w2 check cpu" 0 --world 2 --kernel "$ex" --check cpu \
+    --json "$OUT/plugin-w2-cpu.json"
   run_expect "plugin w4 kimi mps" 0 --world 4 --geometry kimi --mps on --kernel "$ex" \
     --json "$OUT/plugin-w4.json" --junit "$OUT/plugin-w4.xml"
   run_expect "broken plugin w2" 1 --world 2 --kernel "$broken"
@@ -355,6 +360,33 @@ step_perf() {  # both checkers side by side, same machine, same seed; then the t
   record "perf table" "$rc" $((SECONDS - start)) "$OUT/perf.md"
 }
 
+step_perfdiag() {  # what bounds the device-checked run: one knob off at a time, then steps timed
+  local start=$SECONDS v w
+  local d=${PERF_DURATION:-5s}
+  for w in ${PERF_WORLDS:-8 4}; do
+    for v in "default:" "observe-off:--observe off" "mstress-off:--mstress off" \
+      "both-off:--observe off --mstress off" "cpu:--check cpu"; do
+      # shellcheck disable=SC2086
+      "$BIN" stress --world "$w" --geometry kimi --mps on --duration "$d" --seed 11 ${v#*:} \
+        --json "$OUT/perfdiag-w$w-${v%%:*}.json" >"$OUT/perfdiag-w$w-${v%%:*}.log" 2>&1
+    done
+  done
+  # Every step of a call synchronised and timed (DCP_TRACE_STEPS=0): its GPU
+  # completion time alone, without overlap (serialised, so slower overall).
+  DCP_TRACE_STEPS=0 "$BIN" stress --world 4 --geometry kimi --mps on --duration 3s --seed 11 \
+    --observe off --json "$OUT/perfdiag-trace.json" >"$OUT/perfdiag-trace.log" 2>"$OUT/perfdiag-trace.err"
+  if command -v nsys >/dev/null 2>&1; then
+    nsys profile -t cuda -o "$OUT/perfdiag" --force-overwrite true "$BIN" stress --world 4 \
+      --geometry kimi --mps on --duration 3s --seed 11 --observe off >"$OUT/perfdiag-nsys.log" 2>&1 &&
+      nsys stats -r cuda_gpu_kern_sum,cuda_api_sum "$OUT/perfdiag.nsys-rep" >"$OUT/perfdiag-nsys.txt" 2>&1
+    rm -f "$OUT/perfdiag.nsys-rep" "$OUT/perfdiag.sqlite"
+  else
+    echo "nsys: not installed" >"$OUT/perfdiag-nsys.txt"
+  fi
+  python3 ci/perf.py --diag "$OUT" | tee "$OUT/perfdiag.md"
+  record "perf diagnosis" "${PIPESTATUS[0]}" $((SECONDS - start)) "$OUT/perfdiag.md"
+}
+
 step_check() {  # the device checker against the CPU checker
   local c
   for c in gpu cpu; do
@@ -408,8 +440,8 @@ PY
 
 for s in "${steps[@]}"; do
   case $s in
-    build | unit | test | demo | plugin | families | pressure | observe | install | litmus | memstress | perf | sanitize | dump | check | checkself) ;;
-    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure observe install litmus memstress perf sanitize dump check checkself)" >&2; exit 2 ;;
+    build | unit | test | demo | plugin | families | pressure | observe | install | litmus | memstress | perf | perfdiag | sanitize | dump | check | checkself) ;;
+    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure observe install litmus memstress perf perfdiag sanitize dump check checkself)" >&2; exit 2 ;;
   esac
 done
 
@@ -428,6 +460,7 @@ for s in "${steps[@]}"; do
     memstress) step_memstress ;;
     install) step_install ;;
     perf) step_perf ;;
+    perfdiag) step_perfdiag ;;
     check) step_check ;;
     checkself) step_checkself ;;
     sanitize) step_sanitize ;;

@@ -4,9 +4,15 @@
 with the CPU checker and the device checker in the same run of the script on
 the same machine, the host CPU per checked call, what bounds each run, the
 audit's sample and disagreements, and the exchange alone (bench). Exit 1 if a
-report is missing or unreadable."""
+report is missing or unreadable.
+
+`perf.py --diag OUT` prints `ci/gpu.sh perfdiag`'s tables instead: the device-
+checked run with one knob off at a time, each call step's own completion time
+(DCP_TRACE_STEPS=0) and nsys's kernel summary when it ran."""
 import json
+import re
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 GOALS = {8: 3.5, 4: 2.5, 2: 2.0}  # device checker / CPU checker, checked calls/s
@@ -77,5 +83,49 @@ def main(out):
     return 0 if ok else 1
 
 
+TRACE = re.compile(r"trace rank (\d+): (.+?): host call ([\d.]+) ms, then complete after ([\d.]+) ms")
+
+
+def diag(out):
+    out = Path(out)
+    ok = True
+    print("| world | variant | calls/s | host CPU per call per rank, core-ms | bound by | phases per rank, s (generate/stage/launch/capture/wait/collect/check/check-wait/barrier/idle) |")
+    print("|---|---|---|---|---|---|")
+    for f in sorted(out.glob("perfdiag-w*-*.json")):
+        w, variant = re.match(r"perfdiag-w(\d+)-(.+)\.json", f.name).groups()
+        r = load(out, f.name)
+        if r is None or "stress" not in r:
+            print(f"| {w} | {variant} | no report | | | |")
+            ok = False
+            continue
+        g = summary(r)
+        print(f"| {w} | {variant} | {g['rate']:.0f} ({g['verdict']}) | {g['core_ms']:.3f} | {g['bound']} | {g['phases']} |")
+    steps = defaultdict(lambda: [0, 0.0, 0.0])
+    try:
+        for line in (out / "perfdiag-trace.err").read_text().splitlines():
+            m = TRACE.match(line)
+            if m:
+                st = steps[m.group(2)]
+                st[0] += 1
+                st[1] += float(m.group(3))
+                st[2] += float(m.group(4))
+    except OSError:
+        pass
+    print()
+    print("each call step alone (DCP_TRACE_STEPS=0, world 4, every step synchronised):")
+    print("| step | times | host call, us (mean) | GPU completion after it, us (mean) |")
+    print("|---|---|---|---|")
+    for name, (n, host, done) in sorted(steps.items(), key=lambda kv: -kv[1][2]):
+        print(f"| {name} | {n} | {1e3 * host / n:.1f} | {1e3 * done / n:.1f} |")
+    try:
+        print()
+        print("\n".join((out / "perfdiag-nsys.txt").read_text().splitlines()[:60]))
+    except OSError:
+        pass
+    return 0 if ok else 1
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--diag":
+        sys.exit(diag(sys.argv[2] if len(sys.argv) > 2 else "/tmp/out"))
     sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/out"))
