@@ -91,8 +91,10 @@ def diag(out):
     ok = True
     print("| world | variant | calls/s | host CPU per call per rank, core-ms | bound by | phases per rank, s (generate/stage/launch/capture/wait/collect/check/check-wait/barrier/idle) |")
     print("|---|---|---|---|---|---|")
-    for f in sorted(out.glob("perfdiag-w*-*.json")):
-        w, variant = re.match(r"perfdiag-w(\d+)-(.+)\.json", f.name).groups()
+    files = sorted(out.glob("perf-stress-w*-*.json")) + sorted(out.glob("perfdiag-w*-*.json"))
+    for f in sorted(files, key=lambda f: -int(re.search(r"-w(\d+)-", f.name).group(1))):
+        w, variant = re.match(r"perf(?:diag|-stress)-w(\d+)-(.+)\.json", f.name).groups()
+        variant = {"gpu": "default (--check gpu)", "cpu": "--check cpu"}.get(variant, variant)
         r = load(out, f.name)
         if r is None or "stress" not in r:
             print(f"| {w} | {variant} | no report | | | |")
