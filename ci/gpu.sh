@@ -399,10 +399,14 @@ step_check() {  # the device checker against the CPU checker
     --json "$OUT/check-skewed.json"
   run_expect "check broken on device" 1 --world 2 --mutant drop-last-odd-token \
     --json "$OUT/check-broken.json"
+  # A payload region's tail overwritten (by the harness, test only): the
+  # tails' copies, read after each batch's wait, find it.
+  DCP_TEST_TAIL_SCRIBBLE=1 run_expect "check payload tail scribbled" 1 --world 2 --suite smoke \
+    --json "$OUT/check-tail.json"
   python3 - "$OUT" <<'PY' | tee "$OUT/check-summary.txt"
 import json, sys
 out = sys.argv[1]
-for name in ("check-gpu-w2", "check-cpu-w2", "check-gpu-w4", "check-cpu-w4", "check-skewed", "check-broken"):
+for name in ("check-gpu-w2", "check-cpu-w2", "check-gpu-w4", "check-cpu-w4", "check-skewed", "check-broken", "check-tail"):
     try:
         r = json.load(open(f"{out}/{name}.json"))
     except (OSError, ValueError) as e:
