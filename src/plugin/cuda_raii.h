@@ -119,7 +119,13 @@ class EventHandle {
   }
   EventHandle(const EventHandle&) = delete;
   EventHandle& operator=(const EventHandle&) = delete;
-  void create(int rank) {
+  EventHandle(EventHandle&& o) noexcept { std::swap(e_, o.e_); }
+  EventHandle& operator=(EventHandle&& o) noexcept {
+    std::swap(e_, o.e_);
+    return *this;
+  }
+  void create(int rank) {  // once; later calls keep the event
+    if (e_ != nullptr) return;
     CUDA_CHECK(rank, HarnessError, cudaEventCreateWithFlags(&e_, cudaEventDisableTiming));
   }
   cudaEvent_t get() const { return e_; }
