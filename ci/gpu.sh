@@ -363,7 +363,7 @@ step_perf() {  # both checkers side by side, same machine, same seed; then the t
 step_perfdiag() {  # what bounds the device-checked run: one knob off at a time, then steps timed
   local start=$SECONDS v w
   local d=${PERF_DURATION:-10s}
-  for w in ${PERF_WORLDS:-8 4}; do
+  for w in ${DIAG_WORLDS:-8 4}; do
     # The default run and the CPU checker's are perf's (run perf first).
     # NAME:ENV:ARGS (ENV: one VAR=VALUE or -)
     for v in "observe-off:-:--observe off" "mstress-off:-:--mstress off" \
