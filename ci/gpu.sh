@@ -380,9 +380,9 @@ step_perfdiag() {  # what bounds the device-checked run: one knob off at a time,
   DCP_TRACE_STEPS=0 "$BIN" stress --world 4 --geometry kimi --mps on --duration 3s --seed 11 \
     --observe off --json "$OUT/perfdiag-trace.json" >"$OUT/perfdiag-trace.log" 2>"$OUT/perfdiag-trace.err"
   if command -v nsys >/dev/null 2>&1; then
-    nsys profile -t cuda -o "$OUT/perfdiag" --force-overwrite true "$BIN" stress --world 4 \
+    timeout 90 nsys profile -t cuda -o "$OUT/perfdiag" --force-overwrite true "$BIN" stress --world 4 \
       --geometry kimi --mps on --duration 3s --seed 11 --observe off >"$OUT/perfdiag-nsys.log" 2>&1 &&
-      nsys stats -r cuda_gpu_kern_sum,cuda_api_sum "$OUT/perfdiag.nsys-rep" >"$OUT/perfdiag-nsys.txt" 2>&1
+      timeout 60 nsys stats -r cuda_gpu_kern_sum,cuda_api_sum "$OUT/perfdiag.nsys-rep" >"$OUT/perfdiag-nsys.txt" 2>&1
     rm -f "$OUT/perfdiag.nsys-rep" "$OUT/perfdiag.sqlite"
   else
     echo "nsys: not installed" >"$OUT/perfdiag-nsys.txt"
