@@ -365,14 +365,11 @@ step_perfdiag() {  # what bounds the device-checked run: one knob off at a time,
   local d=${PERF_DURATION:-10s}
   for w in ${DIAG_WORLDS:-8 4}; do
     # The default run and the CPU checker's are perf's (run perf first).
-    # NAME:ENV:ARGS (ENV: one VAR=VALUE or -)
-    for v in "observe-off:-:--observe off" "mstress-off:-:--mstress off" \
-      "both-off:-:--observe off --mstress off" "check-on-op-stream:DCP_CHECK_STREAM=op:"; do
-      IFS=: read -r name envv args <<<"$v"
-      [[ $envv == - ]] && envv=DCP_NOTHING=1
+    for v in "observe-off:--observe off" "mstress-off:--mstress off" \
+      "both-off:--observe off --mstress off"; do
       # shellcheck disable=SC2086
-      env "$envv" "$BIN" stress --world "$w" --geometry kimi --mps on --duration "$d" --seed 11 \
-        $args --json "$OUT/perfdiag-w$w-$name.json" >"$OUT/perfdiag-w$w-$name.log" 2>&1
+      "$BIN" stress --world "$w" --geometry kimi --mps on --duration "$d" --seed 11 ${v#*:} \
+        --json "$OUT/perfdiag-w$w-${v%%:*}.json" >"$OUT/perfdiag-w$w-${v%%:*}.log" 2>&1
     done
   done
   # Every step of a call synchronised and timed (DCP_TRACE_STEPS=0): its GPU

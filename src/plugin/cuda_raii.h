@@ -119,13 +119,7 @@ class EventHandle {
   }
   EventHandle(const EventHandle&) = delete;
   EventHandle& operator=(const EventHandle&) = delete;
-  EventHandle(EventHandle&& o) noexcept { std::swap(e_, o.e_); }
-  EventHandle& operator=(EventHandle&& o) noexcept {
-    std::swap(e_, o.e_);
-    return *this;
-  }
-  void create(int rank) {  // once; later calls keep the event
-    if (e_ != nullptr) return;
+  void create(int rank) {
     CUDA_CHECK(rank, HarnessError, cudaEventCreateWithFlags(&e_, cudaEventDisableTiming));
   }
   cudaEvent_t get() const { return e_; }

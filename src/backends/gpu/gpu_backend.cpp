@@ -133,10 +133,10 @@ struct PackedInputs {
 class StepTrace {
  public:
   StepTrace(int rank, cudaStream_t s) : rank_(rank), s_(s) {}
-  void mark(const char* step, cudaStream_t other = nullptr) {  // other: the step's stream
+  void mark(const char* step) {
     if (threshold_ms_ < 0) return;
     const double host_ms = lap();
-    const cudaError_t err = cudaStreamSynchronize(other != nullptr ? other : s_);
+    const cudaError_t err = cudaStreamSynchronize(s_);
     const double done_ms = lap();
     if (host_ms >= threshold_ms_ || done_ms >= threshold_ms_ || err != cudaSuccess) {
       fmt::print(stderr, "trace rank {}: {}: host call {:.3f} ms, then complete after {:.3f} ms{}\n",
@@ -178,11 +178,6 @@ struct CallBuffers {  // device side of one call
   DeviceBuffer partial_output, partial_lse, sequences, output, packed;
   DeviceBuffer check_scratch;  // the device checker's (DeviceCheckScratch)
   bool check_zeroed = false;   // check_scratch is all zero (launch_device_check)
-  // The device check runs on the check stream, beside the next calls: the op
-  // is done (op_done) before it starts, and the next call on these buffers
-  // waits for it (check_done, while check_pending) before it rewrites them.
-  EventHandle op_done, check_done;
-  bool check_pending = false;
   DeviceBuffer producer_params;  // the slow producer's (SlowProducerParams)
 };
 struct CallStaging {  // host side of one call
@@ -316,7 +311,6 @@ class GpuBackend final : public RankBackend {
   size_t guard_ = 0;               // bytes of each output guard zone
   const Case* current_ = nullptr;  // for messages, valid during run_batch
   std::array<Stream, kMaxSlots> streams_;
-  Stream check_stream_;      // the device checks and the copies out of checked calls
   EventHandle tails_after_;  // the other streams' work, before the tail copies
   // Status record: device pointer for the kernel, host pointer for messages.
   WaitStatus* status_dev_ = nullptr;
@@ -364,8 +358,6 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
   // The op's streams come first: SM pressure (whose blocks may wait for SMs
   // under MPS) never delays the op's launches, it only takes SMs.
   for (Stream& s : streams_) s.create(rank, /*greatest_priority=*/true);
-  check_stream_.create(rank, /*greatest_priority=*/true);  // never behind SM pressure's blocks
-  launch_observer::name_stream(check_stream_.get(), fmt::format("dcp{} check", cfg_.dcp_size));
   tails_after_.create(rank);
   for (size_t i = 0; i < streams_.size(); ++i) {
     launch_observer::name_stream(streams_[i].get(), fmt::format("dcp{} slot {}", cfg_.dcp_size, i));
@@ -537,7 +529,6 @@ void GpuBackend::map_regions(KernelContext& k, const std::string& suffix,
 GpuBackend::~GpuBackend() {
   cudaSetDevice(cfg_.device);
   for (Stream& s : streams_) cudaStreamSynchronize(s.get());
-  cudaStreamSynchronize(check_stream_.get());
   for (KernelContext& k : contexts_) {
     k.instance.reset();  // finalize before the regions are unmapped
     launch_observer::remove_dump_regions(&k);
@@ -676,8 +667,6 @@ void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) co
       b.check_scratch.ensure(scratch, rank);
       b.check_zeroed = false;
     }
-    b.op_done.create(rank);
-    b.check_done.create(rank);
     st.check_result.ensure(sizeof(DeviceCheckResult), rank);
   }
   const size_t region = region_of(sh, b).total_bytes();
@@ -845,10 +834,6 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
   if (phases != nullptr) clock.lap(phases->stage_ms);
   trace.mark("stage");
   const bool slow = sh.producer != Producer::kDefault;
-  if (b.check_pending) {  // the last check on these buffers reads them until it ends
-    check(cudaStreamWaitEvent(s, b.check_done.get(), 0), "wait for the last check", false);
-    b.check_pending = false;
-  }
   if (slow) enqueue_producer_params(sh, in, st, b, s);
   enqueue_inputs(sh, in, st, b, s);
   trace.mark("inputs, poison and guards");
@@ -871,18 +856,6 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     trace.mark("input reuse");
   }
   const OutputRegion region = region_of(sh, b);
-  // Checked on the device: the check (and a copy out) on the check stream
-  // once the op is done, so the next call's inputs and op need not wait.
-  // DCP_CHECK_STREAM=op (diagnosis only): on the op's stream, as before.
-  static const bool on_op_stream = [] {
-    const char* e = std::getenv("DCP_CHECK_STREAM");
-    return e != nullptr && std::string(e) == "op";
-  }();
-  const cudaStream_t out_stream = sh.device_check && !on_op_stream ? check_stream_.get() : s;
-  if (out_stream != s) {
-    check(cudaEventRecord(b.op_done.get(), s), "record the op's end", false);
-    check(cudaStreamWaitEvent(out_stream, b.op_done.get(), 0), "check after the op", false);
-  }
   if (sh.device_check) {
     DeviceCheckParams p = *in.device_check;
     p.output = output_of(b);
@@ -890,20 +863,16 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     p.row_kinds = static_cast<const uint8_t*>(b.packed.data()) + PackedInputs(sh).kinds;
     const launch_observer::Unobserved ours;
     check(launch_device_check(p, region, kGuardCanary, b.check_scratch.data(), b.check_zeroed,
-                              static_cast<DeviceCheckResult*>(st.check_result.data()), out_stream),
+                              static_cast<DeviceCheckResult*>(st.check_result.data()), s),
           "device check", false);
     b.check_zeroed = false;  // until the check is seen complete (collect)
-    trace.mark("device check", out_stream);
+    trace.mark("device check");
   }
   if (!sh.device_check || in.copy_output) {
     check(cudaMemcpyAsync(st.output->data(), region.base, region.total_bytes(),
-                          cudaMemcpyDeviceToHost, out_stream),
+                          cudaMemcpyDeviceToHost, s),
           "copy output region out", false);
-    trace.mark("copies out", out_stream);
-  }
-  if (sh.device_check) {
-    check(cudaEventRecord(b.check_done.get(), out_stream), "record the check's end", false);
-    b.check_pending = true;
+    trace.mark("copies out");
   }
 }
 
@@ -1298,7 +1267,6 @@ cudaStream_t GpuBackend::stream_for(int slot) const {
 
 void GpuBackend::sync_all() {
   for (const Stream& s : streams_) check(cudaStreamSynchronize(s.get()), "synchronize", true);
-  check(cudaStreamSynchronize(check_stream_.get()), "synchronize the checks", true);
 }
 
 void GpuBackend::check(cudaError_t err, const char* what, bool in_op) const {
