@@ -1139,21 +1139,9 @@ void GpuBackend::enqueue_tail_copies() {
           false);
     check(cudaStreamWaitEvent(s, tails_after_.get(), 0), "wait before tail copies", false);
   }
-  // Test only: DCP_TEST_TAIL_SCRIBBLE=1 overwrites a byte of rank 0's payload
-  // tails before they are copied (ci/gpu.sh check: found, exit 1).
-  static const bool scribble = [] {
-    const char* e = std::getenv("DCP_TEST_TAIL_SCRIBBLE");
-    return e != nullptr && std::string(e) == "1";
-  }();
   for (KernelContext& k : contexts_) {
     for (MappedRegion& m : k.regions) {
       if (m.tail_guard == 0) continue;
-      if (scribble && cfg_.global_rank == 0) {
-        check(cudaMemsetAsync(static_cast<uint8_t*>(m.peers[cfg_.group_rank]) + m.request.bytes +
-                                  m.tail_guard / 2,
-                              kGuardCanary ^ 0x5A, 1, s),
-              "scribble on a region tail (test)", false);
-      }
       check(cudaMemcpyAsync(m.tail_copy.data(),
                             static_cast<uint8_t*>(m.peers[cfg_.group_rank]) + m.request.bytes,
                             m.tail_guard, cudaMemcpyDeviceToHost, s),
