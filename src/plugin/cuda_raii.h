@@ -110,24 +110,6 @@ class Stream {
   cudaStream_t s_ = nullptr;
 };
 
-// An event for ordering only (no timing).
-class EventHandle {
- public:
-  EventHandle() = default;
-  ~EventHandle() {
-    if (e_ != nullptr) cudaEventDestroy(e_);
-  }
-  EventHandle(const EventHandle&) = delete;
-  EventHandle& operator=(const EventHandle&) = delete;
-  void create(int rank) {
-    CUDA_CHECK(rank, HarnessError, cudaEventCreateWithFlags(&e_, cudaEventDisableTiming));
-  }
-  cudaEvent_t get() const { return e_; }
-
- private:
-  cudaEvent_t e_ = nullptr;
-};
-
 class GraphExec {
  public:
   GraphExec() = default;

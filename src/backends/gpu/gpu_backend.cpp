@@ -203,7 +203,6 @@ static_assert(std::is_trivially_copyable_v<OpLaunch>);
 struct MappedRegion {
   dcpRegionRequest_v1 request;
   size_t tail_guard = 0;  // payload regions: canary bytes past request.bytes
-  PinnedBuffer tail_copy;  // the tail as copied out after each batch
   std::unique_ptr<SymmetricBuffer> symmetric;  // payload / control
   DeviceBuffer local;                          // local kind
   std::vector<void*> peers;
@@ -298,12 +297,8 @@ class GpuBackend final : public RankBackend {
   }
   void check_guards(const CallShape& sh, const CallInputs& in, const CallStaging& st,
                     std::vector<std::string>* out) const;
-  // Before a batch's last wait: every payload tail copied out, on streams_[0]
-  // after the batch's work on every stream. check_region_tails reads the
-  // copies once the wait returned: no round trip of its own.
-  void enqueue_tail_copies();
   void check_region_tails(std::vector<std::string>* out);
-  void check_region_tail(MappedRegion& m, std::vector<std::string>* out);
+  void check_region_tail(const MappedRegion& m, std::vector<std::string>* out);
   void churn_after_capture(const CallShape& sh, cudaStream_t s);
   void check_churn(std::vector<std::string>* out);
 
@@ -311,7 +306,6 @@ class GpuBackend final : public RankBackend {
   size_t guard_ = 0;               // bytes of each output guard zone
   const Case* current_ = nullptr;  // for messages, valid during run_batch
   std::array<Stream, kMaxSlots> streams_;
-  EventHandle tails_after_;  // the other streams' work, before the tail copies
   // Status record: device pointer for the kernel, host pointer for messages.
   WaitStatus* status_dev_ = nullptr;
   WaitStatus* status_host_ = nullptr;
@@ -358,7 +352,6 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
   // The op's streams come first: SM pressure (whose blocks may wait for SMs
   // under MPS) never delays the op's launches, it only takes SMs.
   for (Stream& s : streams_) s.create(rank, /*greatest_priority=*/true);
-  tails_after_.create(rank);
   for (size_t i = 0; i < streams_.size(); ++i) {
     launch_observer::name_stream(streams_[i].get(), fmt::format("dcp{} slot {}", cfg_.dcp_size, i));
   }
@@ -504,7 +497,6 @@ void GpuBackend::map_regions(KernelContext& k, const std::string& suffix,
     if (m.tail_guard > 0) {
       CUDA_CHECK(rank, HarnessError,
                  cudaMemset(static_cast<uint8_t*>(local) + q.bytes, kGuardCanary, m.tail_guard));
-      m.tail_copy.ensure(m.tail_guard, rank);
     }
     // Dumped at a hang: the CONTROL regions, and LOCAL ones small enough to
     // be epochs or counters rather than staging.
@@ -1013,7 +1005,6 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
       ensure(sh, eager_buffers_, staging_[0]);
       kick_memory_stress(c, 1);
       enqueue_call(sh, in, staging_[0], eager_buffers_, stream_for(in.slot), nullptr, &phases);
-      if (&in == &batch.calls.back()) enqueue_tail_copies();
       wait();
       collect(staging_[0], in, eager_buffers_);
     }
@@ -1025,7 +1016,6 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
       enqueue_call(sh, batch.calls[i], staging_[i], pipe_buffers_[i],
                    stream_for(batch.calls[i].slot), nullptr, &phases);
     }
-    enqueue_tail_copies();
     wait();
     for (size_t i = 0; i < n; ++i) collect(staging_[i], batch.calls[i], pipe_buffers_[i]);
   } else {
@@ -1054,7 +1044,6 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
       enqueue_call(sh, in, staging_[i], g.buffers, s, g.exec.get(), &phases);
       used[i] = &g.buffers;
     }
-    enqueue_tail_copies();
     wait();
     for (size_t i = 0; i < n; ++i) {
       const bool reused = std::find(used.begin() + static_cast<std::ptrdiff_t>(i) + 1, used.end(),
@@ -1132,35 +1121,20 @@ void GpuBackend::check_guards(const CallShape& sh, const CallInputs& in, const C
 
 // The tail past each payload region on this rank (peers write into it):
 // compared after every batch, refilled when damaged.
-void GpuBackend::enqueue_tail_copies() {
-  const cudaStream_t s = streams_[0].get();
-  for (size_t i = 1; i < streams_.size(); ++i) {
-    check(cudaEventRecord(tails_after_.get(), streams_[i].get()), "record before tail copies",
-          false);
-    check(cudaStreamWaitEvent(s, tails_after_.get(), 0), "wait before tail copies", false);
-  }
-  for (KernelContext& k : contexts_) {
-    for (MappedRegion& m : k.regions) {
-      if (m.tail_guard == 0) continue;
-      check(cudaMemcpyAsync(m.tail_copy.data(),
-                            static_cast<uint8_t*>(m.peers[cfg_.group_rank]) + m.request.bytes,
-                            m.tail_guard, cudaMemcpyDeviceToHost, s),
-            "copy region tail", false);
-    }
-  }
-}
-
 void GpuBackend::check_region_tails(std::vector<std::string>* out) {
-  for (KernelContext& k : contexts_) {
-    for (MappedRegion& m : k.regions) check_region_tail(m, out);
+  for (const KernelContext& k : contexts_) {
+    for (const MappedRegion& m : k.regions) check_region_tail(m, out);
   }
 }
 
-void GpuBackend::check_region_tail(MappedRegion& m, std::vector<std::string>* out) {
+void GpuBackend::check_region_tail(const MappedRegion& m, std::vector<std::string>* out) {
   if (m.tail_guard == 0) return;
   uint8_t* tail = static_cast<uint8_t*>(m.peers[cfg_.group_rank]) + m.request.bytes;
-  const std::string damage = describe_guard_damage(
-      m.request.name, nullptr, static_cast<const uint8_t*>(m.tail_copy.data()), m.tail_guard);
+  std::vector<uint8_t> host(m.tail_guard);
+  check(cudaMemcpy(host.data(), tail, m.tail_guard, cudaMemcpyDeviceToHost), "copy region tail",
+        false);
+  const std::string damage =
+      describe_guard_damage(m.request.name, nullptr, host.data(), m.tail_guard);
   if (damage.empty()) return;
   if (out != nullptr) out->push_back(fmt::format("after the batch: {}", damage));
   check(cudaMemset(tail, kGuardCanary, m.tail_guard), "refill region tail", false);
