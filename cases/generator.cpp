@@ -243,6 +243,17 @@ void store_rounded(Format f, const double* x, int n, uint8_t* out) {
 
 }  // namespace
 
+LseStream lse_stream_of(const OpGenerator& gen, const Case& c, int src) {
+  LseStream s;
+  s.recipe = gen.lse_recipe();
+  s.key = gen.lse_key(src);
+  s.src = src;
+  s.format = static_cast<int>(format_of(c.lse_dtype));
+  s.num_tokens = c.num_tokens;
+  s.stride = c.lse_token_stride();
+  return s;
+}
+
 std::vector<uint8_t> generate_source_lse(const OpGenerator& gen, const Case& c, int src) {
   const Format lf = format_of(c.lse_dtype);
   const int h_total = c.dcp_size * c.geometry.heads_per_rank;

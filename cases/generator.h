@@ -107,6 +107,10 @@ OutputStreams output_streams(const OpGenerator& gen, const Case& c, int src);
 SourceInputs generate_source_inputs(const OpGenerator& gen, const Case& c, int src);
 // generate_source_inputs' partial_lse alone.
 std::vector<uint8_t> generate_source_lse(const OpGenerator& gen, const Case& c, int src);
+// The same LSE as a formula (generator_formula.h's LseStream), for a backend
+// that writes it on the device; its kinds pointer is left null (the caller
+// points it at source `src`'s [T] row kinds).
+LseStream lse_stream_of(const OpGenerator& gen, const Case& c, int src);
 
 Format format_of(DType d);
 

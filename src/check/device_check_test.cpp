@@ -150,13 +150,7 @@ TEST_CASE("the device's LSE stream is generate_source_lse, bit for bit") {
     const std::vector<uint8_t> kinds = row_kinds_of(c, gen);
     const int src = static_cast<int>(index % static_cast<uint64_t>(c.dcp_size));
     const std::vector<uint8_t> want = generate_source_lse(gen, c, src);
-    LseStream s;
-    s.recipe = gen.lse_recipe();
-    s.key = gen.lse_key(src);
-    s.src = src;
-    s.format = static_cast<int>(format_of(c.lse_dtype));
-    s.num_tokens = c.num_tokens;
-    s.stride = c.lse_token_stride();
+    LseStream s = lse_stream_of(gen, c, src);
     s.kinds = kinds.data() + static_cast<size_t>(src) * c.num_tokens;
     const int bytes = s.format == 2 ? 4 : 2;
     std::vector<uint8_t> got(want.size());

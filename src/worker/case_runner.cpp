@@ -51,13 +51,7 @@ CallInputs make_call_inputs(const Case& c, const BackendConfig& bc, const Planne
     call.row_kinds = row_kinds_of(c, gen);
     call.output_streams = output_streams(gen, c, bc.group_rank);
     if (c.producer == Producer::kDefault) {
-      LseStream& s = call.lse_stream.emplace();
-      s.recipe = gen.lse_recipe();
-      s.key = gen.lse_key(bc.group_rank);
-      s.src = bc.group_rank;
-      s.format = static_cast<int>(format_of(c.lse_dtype));
-      s.num_tokens = c.num_tokens;
-      s.stride = c.lse_token_stride();
+      call.lse_stream = lse_stream_of(gen, c, bc.group_rank);
     } else {  // the slow producer copies the LSE's bytes
       call.partial_lse = generate_source_lse(gen, c, bc.group_rank);
     }
