@@ -23,6 +23,7 @@
 // of two >= 1/8 and |x| >= 2^-51, so the product never underflows.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "check_math.h"
@@ -62,9 +63,31 @@ DCP_HD RowDraw row_draw(uint64_t row_key, uint64_t row) {
   r.offset = static_cast<uint32_t>(h >> 32) & (kValueTableSize - 1);
   return r;
 }
+// The table index of element d of a row drawn as `r`.
+DCP_HD uint32_t row_index(const RowDraw& r, int64_t d) {
+  return (r.offset + static_cast<uint32_t>(d)) & (kValueTableSize - 1);
+}
 // Element d of a row drawn as `r`, before rounding.
-DCP_HD float row_float(const RowDraw& r, int64_t d) {
-  return table_float((r.offset + static_cast<uint32_t>(d)) & (kValueTableSize - 1), r.scale_k);
+DCP_HD float row_float(const RowDraw& r, int64_t d) { return table_float(row_index(r, d), r.scale_k); }
+
+// ---- The value table as the device holds it ----
+// One array per kind for both 16-bit formats and every scale, filled once
+// per process on the device (kernels/device_value_table.h) from table_float:
+// slot value_table_slot(bf16, k, i) holds table_float(i, k) rounded to the
+// format (bits), or that decoded (values). The device reads a row's elements
+// from it instead of evaluating the formula per element (a 64-bit hash and
+// two slow conversions each); the host's value_table.h is the same table.
+constexpr size_t kDeviceValueTableSlots = size_t{2} * 4 * kValueTableSize;
+DCP_HD size_t value_table_slot(bool bf16, int k, uint32_t i) {
+  return (static_cast<size_t>(bf16 ? 4 : 0) + static_cast<size_t>(k)) * kValueTableSize + i;
+}
+DCP_HD uint16_t value_table_bits(bool bf16, int k, uint32_t i) {
+  const float x = table_float(i, k);
+  return bf16 ? float_to_bf16_bits(x) : float_to_fp16_bits(x);
+}
+DCP_HD double value_table_value(bool bf16, int k, uint32_t i) {
+  const uint16_t b = value_table_bits(bf16, k, i);
+  return bf16 ? check_math::bf16_to_float(b) : check_math::fp16_to_float(b);
 }
 
 // One source's partial_output ([T, token_stride] 16-bit elements) as the
@@ -79,16 +102,26 @@ struct OutputRecipe {
   int64_t token_stride = 0;  // elements, >= heads * head_dim
   bool bf16 = true;          // else fp16
   const uint8_t* token_normal = nullptr;  // [num_tokens], host or device memory
+  // The device value table's bits (value_table_slot), in the memory the
+  // reader runs in; null: the formula, element by element. The same bits.
+  const uint16_t* table = nullptr;
 };
 
+// What a row that is not normal, and the padding, hold.
+DCP_HD uint16_t recipe_nan(const OutputRecipe& r) { return r.bf16 ? 0x7FC0u : 0x7E00u; }
+// Element d of the normal row (t, head) drawn as `draw` (row_draw(row_key,
+// t * heads + head)), as stored.
+DCP_HD uint16_t recipe_row_bits(const OutputRecipe& r, const RowDraw& draw, int64_t d) {
+  const uint32_t i = row_index(draw, d);
+  return r.table != nullptr ? r.table[value_table_slot(r.bf16, draw.scale_k, i)]
+                            : value_table_bits(r.bf16, draw.scale_k, i);
+}
 // Element `col` of token `t` (col < token_stride), as stored.
 DCP_HD uint16_t recipe_bits(const OutputRecipe& r, int t, int64_t col) {
-  const uint16_t nan = r.bf16 ? 0x7FC0u : 0x7E00u;
   const int64_t row_len = static_cast<int64_t>(r.heads) * r.head_dim;
-  if (col >= row_len || r.token_normal[t] == 0) return nan;
+  if (col >= row_len || r.token_normal[t] == 0) return recipe_nan(r);
   const uint64_t row = static_cast<uint64_t>(t) * r.heads + static_cast<uint64_t>(col / r.head_dim);
-  const float x = row_float(row_draw(r.row_key, row), col % r.head_dim);
-  return r.bf16 ? float_to_bf16_bits(x) : float_to_fp16_bits(x);
+  return recipe_row_bits(r, row_draw(r.row_key, row), col % r.head_dim);
 }
 
 // ---- The LSE formula (partial_lse), shared with the device checker ----

@@ -270,10 +270,22 @@ TEST_CASE("the value table: each entry is the formula's, the pad repeats the sta
   CHECK_THROWS(value_table(Format::kBf16, 4));
 }
 
-// The GPU's input producer evaluates recipe_bits per element; on the host
-// the same function must give generate_source_inputs' bytes exactly
-// (gpu_inputs checks the device's bytes against these).
+// The GPU's preparation reads recipe_bits' values from the device value
+// table; on the host the same function, with the table and without, must
+// give generate_source_inputs' bytes exactly (gpu_inputs checks the
+// device's bytes against these).
 TEST_CASE("the producer's recipe gives the generator's partial_output bit for bit") {
+  // The device value table's bits (value_table_slot), as its fill kernel writes them.
+  std::vector<uint16_t> table(kDeviceValueTableSlots);
+  for (int f = 0; f < 2; ++f) {
+    for (int k = 0; k < 4; ++k) {
+      for (uint32_t i = 0; i < kValueTableSize; ++i) {
+        table[value_table_slot(f == 1, k, i)] = value_table_bits(f == 1, k, i);
+        REQUIRE(value_table_value(f == 1, k, i) ==
+                static_cast<double>(value_table(f == 1 ? Format::kBf16 : Format::kFp16, k).values[i]));
+      }
+    }
+  }
   int64_t elements = 0;
   for (uint64_t i = 0; i < 40; ++i) {
     Case c = random_case(0x9e1, i, 8, *find_geometry(i % 4 == 0 ? "kimi" : "tiny"));
@@ -286,6 +298,8 @@ TEST_CASE("the producer's recipe gives the generator's partial_output bit for bi
       const OutputStreams streams = output_streams(gen, c, src);
       REQUIRE(generate_source_lse(gen, c, src) == in.partial_lse);
       const OutputRecipe r = streams.recipe(c, streams.token_normal.data());
+      OutputRecipe with_table = r;  // as the device reads it
+      with_table.table = table.data();
       REQUIRE(in.partial_output.size() == static_cast<size_t>(2 * r.num_tokens * r.token_stride));
       int64_t differ = 0;
       for (int t = 0; t < r.num_tokens; ++t) {
@@ -294,6 +308,7 @@ TEST_CASE("the producer's recipe gives the generator's partial_output bit for bi
           const auto stored =
               static_cast<uint16_t>(in.partial_output[at] | in.partial_output[at + 1] << 8);
           differ += recipe_bits(r, t, col) != stored;
+          differ += recipe_bits(with_table, t, col) != stored;
           ++elements;
         }
       }

@@ -5,21 +5,39 @@
 namespace dcp {
 namespace {
 
+// partial_output (recipe_bits' values): its rows (t, head) a warp each,
+// grid-strided, one draw per row and the elements read from the value table
+// (recipe.table); then every token's padding. `first`, `step`: this thread
+// and the grid's, in threads (multiples of 32 apart).
+__device__ void write_partial_output(const CallPrep& p, int64_t first, int64_t step) {
+  const OutputRecipe& r = p.recipe;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t rows = static_cast<int64_t>(r.num_tokens) * r.heads;
+  for (int64_t row = first / 32; row < rows; row += step / 32) {
+    const auto t = static_cast<int>(row / r.heads);
+    uint16_t* dst = p.partial_output + t * r.token_stride + (row % r.heads) * r.head_dim;
+    if (p.poison_inputs || r.token_normal[t] == 0) {
+      const uint16_t v = p.poison_inputs ? uint16_t{0xFFFF} : recipe_nan(r);
+      for (int d = lane; d < r.head_dim; d += 32) dst[d] = v;
+      continue;
+    }
+    const RowDraw draw = row_draw(r.row_key, static_cast<uint64_t>(row));
+    for (int d = lane; d < r.head_dim; d += 32) dst[d] = recipe_row_bits(r, draw, d);
+  }
+  const int64_t row_len = static_cast<int64_t>(r.heads) * r.head_dim;
+  const int64_t pad = r.token_stride - row_len;
+  const uint16_t pad_value = p.poison_inputs ? uint16_t{0xFFFF} : recipe_nan(r);
+  for (int64_t i = first; i < r.num_tokens * pad; i += step) {
+    p.partial_output[(i / pad) * r.token_stride + row_len + i % pad] = pad_value;
+  }
+}
+
 // Every part grid-strided by every thread: the largest (partial_output, the
-// whole kimi T=128 buffer is 4 Mi elements, two stream steps and two
-// roundings each) sizes the grid.
+// whole kimi T=128 buffer is 4 Mi elements) sizes the grid.
 __global__ void call_prep_kernel(CallPrep p) {
   const int64_t first = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  if (p.partial_output != nullptr) {
-    const int64_t stride = p.recipe.token_stride;
-    const int64_t n = static_cast<int64_t>(p.recipe.num_tokens) * stride;
-    for (int64_t i = first; i < n; i += step) {
-      const auto t = static_cast<int>(i / stride);
-      p.partial_output[i] =
-          p.poison_inputs ? uint16_t{0xFFFF} : recipe_bits(p.recipe, t, i - int64_t{t} * stride);
-    }
-  }
+  if (p.partial_output != nullptr) write_partial_output(p, first, step);
   if (p.lse_from_stream && !p.poison_inputs) {
     const LseStream& s = p.lse_stream;
     const int64_t n = static_cast<int64_t>(s.num_tokens) * s.stride;
@@ -68,7 +86,7 @@ cudaError_t launch_call_prep(const CallPrep& p, cudaStream_t stream) {
   if (p.partial_output != nullptr) {
     if (rec.num_tokens < 1 || rec.heads < 1 || rec.head_dim < 1 ||
         rec.token_stride < static_cast<int64_t>(rec.heads) * rec.head_dim ||
-        (!p.poison_inputs && rec.token_normal == nullptr)) {
+        (!p.poison_inputs && (rec.token_normal == nullptr || rec.table == nullptr))) {
       return cudaErrorInvalidValue;
     }
     out_elems = static_cast<int64_t>(rec.num_tokens) * rec.token_stride;

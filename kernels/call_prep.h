@@ -26,7 +26,7 @@
 namespace dcp {
 
 struct CallPrep {
-  OutputRecipe recipe;                 // recipe.token_normal in device memory
+  OutputRecipe recipe;                 // recipe.token_normal and .table in device memory
   uint16_t* partial_output = nullptr;  // [T, recipe.token_stride]; null: left alone (copied in)
   bool poison_inputs = false;          // partial_output and partial_lse get 0xFF
   const uint8_t* lse_src = nullptr;    // device memory; unread when poison_inputs or streamed

@@ -1,22 +1,22 @@
-// The device checker (device_check.h). Two kernels on the call's stream:
-//   check_rows  blocks [0, row_blocks): one warp per (token, head) row,
-//               grid-stride over those blocks: the row's weights
-//               (device_check_row.h), then every element, lane by lane;
-//               counts per block, one atomic add each; a row with a mismatch
-//               sets its bit in the row flags.
-//               blocks [row_blocks, ...): the digest's 64 KiB supers of the
-//               output, then of the combined LSE, four per block: a thread
-//               per 1 KiB block, folded by the super's first thread
-//               (output_digest.h).
-//               Every block: the guard zones' words against the canary.
-//   finish      one warp: publishes the counts, the guard verdict and the
-//               folded digest into the result, and, when something failed,
-//               the first mismatches in the CPU checker's order (flagged rows
-//               ascending; per row the combined LSE, then the dims); then
-//               zeroes the accumulators and flags for the next call.
-// The result is then copied to the host's pinned DeviceCheckResult. The
-// scratch is zeroed once when allocated (launch_device_check's `zeroed`
-// says when it must be zeroed first); every finish leaves it zeroed again.
+// The device checker (device_check.h): one kernel on the call's stream.
+//   blocks [0, row_blocks): one warp per (token, head) row, grid-stride over
+//               those blocks: the row's weights (device_check_row.h), then
+//               every element, lane by lane; counts per block, one atomic add
+//               each; a row with a mismatch sets its bit in the row flags.
+//   blocks [row_blocks, ...): the digest's 64 KiB supers of the output, then
+//               of the combined LSE, four per block: a thread per 1 KiB
+//               block, folded by the super's first thread (output_digest.h).
+//   every block: the guard zones' words against the canary.
+//   the last block to finish (a counter, after a fence): its first warp
+//               builds the result in shared memory (the counts, the guard
+//               verdict, the folded digest and, when something failed, the
+//               first mismatches in the CPU checker's order: flagged rows
+//               ascending, per row the combined LSE, then the dims), writes
+//               it to the host's pinned DeviceCheckResult directly (no copy
+//               launched), then zeroes the accumulators, flags and counter
+//               for the next call.
+// The scratch is zeroed once when allocated (launch_device_check's `zeroed`
+// says when it must be zeroed first); every check leaves it zeroed again.
 #include "device_check_launch.h"
 
 #include "device_check_row.h"
@@ -32,11 +32,11 @@ constexpr int kSupersPerBlock = kCheckThreads / kBlocksPerSuper;                
 
 struct Accumulators {
   unsigned long long checked, mismatches, nan;
-  uint32_t guard_damaged, reserved;
+  uint32_t guard_damaged;
+  uint32_t blocks_done;  // blocks past their work: the last one finishes
 };
 
 struct Scratch {
-  DeviceCheckResult* result;  // published by finish
   Accumulators* acc;
   uint32_t* row_flags;
   uint64_t* supers;  // output supers, then LSE supers
@@ -47,10 +47,8 @@ constexpr size_t up16(size_t n) { return (n + 15) / 16 * 16; }
 Scratch scratch_of(void* base, int rows) {
   Scratch s;
   auto* p = static_cast<uint8_t*>(base);
-  s.result = reinterpret_cast<DeviceCheckResult*>(p);
-  size_t off = up16(sizeof(DeviceCheckResult));
-  s.acc = reinterpret_cast<Accumulators*>(p + off);
-  off += up16(sizeof(Accumulators));
+  s.acc = reinterpret_cast<Accumulators*>(p);
+  size_t off = up16(sizeof(Accumulators));
   s.row_flags = reinterpret_cast<uint32_t*>(p + off);
   off += up16(DeviceCheckScratch::flag_words(rows) * sizeof(uint32_t));
   s.supers = reinterpret_cast<uint64_t*>(p + off);
@@ -154,23 +152,26 @@ __device__ void hash_some_supers(const Scratch& s, const OutputRegion& region, i
   s.supers[index] = digest_fold(count, blocks + threadIdx.x, count);
 }
 
-__global__ void __launch_bounds__(kCheckThreads)
-    check_rows(DeviceCheckParams p, Scratch s, OutputRegion region, uint8_t canary, int row_blocks) {
-  if (!guards_hold(region, canary)) atomicOr(&s.acc->guard_damaged, 1u);
-  if (static_cast<int>(blockIdx.x) < row_blocks) {
-    check_some_rows(p, s, row_blocks);
-  } else {
-    hash_some_supers(s, region, row_blocks);
+// True in the block that finishes last: every other block's atomics, flags
+// and supers are visible to it (each block fences before it counts itself).
+__device__ bool last_to_finish(Accumulators* acc) {
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last = atomicAdd(&acc->blocks_done, 1u) == gridDim.x - 1;
   }
+  __syncthreads();
+  if (last) __threadfence();  // acquire: the others' writes before any read below
+  return last;
 }
 
 // The first mismatches, in the CPU checker's order (one warp).
-__device__ void report_first(const DeviceCheckParams& p, const Scratch& s) {
-  DeviceCheckResult* res = s.result;
+__device__ void report_first(const DeviceCheckParams& p, const Scratch& s, DeviceCheckResult& res) {
   const int lane = static_cast<int>(threadIdx.x);
   const int rows = p.num_tokens * p.heads;
   for (int word = 0; word < static_cast<int>(DeviceCheckScratch::flag_words(rows)); ++word) {
-    uint32_t flags = s.row_flags[word];
+    uint32_t flags = __ldcg(&s.row_flags[word]);
     while (flags != 0) {
       const int row = word * 32 + __ffs(flags) - 1;
       flags &= flags - 1;
@@ -178,7 +179,7 @@ __device__ void report_first(const DeviceCheckParams& p, const Scratch& s) {
       check_row_setup(p, row, r);
       if (p.combined_lse != nullptr && lane == 0) {
         const ElementCheck e = check_row_lse(p, r, row);
-        if (!e.pass) report_mismatch(*res, p, row, -1, e);
+        if (!e.pass) report_mismatch(res, p, row, -1, e);
       }
       __syncwarp();
       for (int d0 = 0; d0 < p.head_dim; d0 += 32) {
@@ -190,24 +191,27 @@ __device__ void report_first(const DeviceCheckParams& p, const Scratch& s) {
         while (fails != 0) {  // in dim order: one lane reports at a time
           const int who = __ffs(fails) - 1;
           fails &= fails - 1;
-          if (lane == who) report_mismatch(*res, p, row, d, e);
+          if (lane == who) report_mismatch(res, p, row, d, e);
           __syncwarp();
         }
-        if (res->num_reported >= kDeviceCheckReported) return;
+        if (res.num_reported >= kDeviceCheckReported) return;
       }
     }
   }
 }
 
-__global__ void finish(DeviceCheckParams p, Scratch s, OutputRegion region) {
-  DeviceCheckResult* res = s.result;
+// The last block's first warp: the result, to the host, then the scratch
+// back to zero.
+__device__ void finish(const DeviceCheckParams& p, const Scratch& s, const OutputRegion& region,
+                       DeviceCheckResult* host_result) {
+  __shared__ DeviceCheckResult res;
   const int lane = static_cast<int>(threadIdx.x);
   if (lane == 0) {
-    res->num_checked = s.acc->checked;
-    res->num_mismatches = s.acc->mismatches;
-    res->num_nan = s.acc->nan;
-    res->guard_damaged = s.acc->guard_damaged;
-    res->num_reported = 0;
+    res.num_checked = __ldcg(&s.acc->checked);
+    res.num_mismatches = __ldcg(&s.acc->mismatches);
+    res.num_nan = __ldcg(&s.acc->nan);
+    res.guard_damaged = __ldcg(&s.acc->guard_damaged);
+    res.num_reported = 0;
     // call_output_digest's: the output's digest, then the LSE's folded in.
     const size_t out_supers = digest_supers(region.out_bytes);
     uint64_t h = digest_fold(region.out_bytes, s.supers, out_supers);
@@ -215,21 +219,37 @@ __global__ void finish(DeviceCheckParams p, Scratch s, OutputRegion region) {
       h = hash_in(h, digest_fold(region.lse_bytes, s.supers + out_supers,
                                  digest_supers(region.lse_bytes)));
     }
-    res->digest = h;
+    res.digest = h;
   }
   __syncwarp();
-  if (res->num_mismatches > 0) report_first(p, s);
+  if (res.num_mismatches > 0) report_first(p, s, res);
   __syncwarp();
-  // Ready for the next call: accumulators and flags back to zero.
+  static_assert(sizeof(DeviceCheckResult) % 4 == 0);
+  const auto* from = reinterpret_cast<const uint32_t*>(&res);
+  auto* to = reinterpret_cast<uint32_t*>(host_result);
+  for (int w = lane; w < static_cast<int>(sizeof(DeviceCheckResult) / 4); w += 32) to[w] = from[w];
+  // Ready for the next call: accumulators, flags and the counter back to zero.
   const int words = static_cast<int>(DeviceCheckScratch::flag_words(p.num_tokens * p.heads));
   for (int w = lane; w < words; w += 32) s.row_flags[w] = 0;
   if (lane == 0) *s.acc = Accumulators{};
 }
 
+__global__ void __launch_bounds__(kCheckThreads)
+    check_call(DeviceCheckParams p, Scratch s, OutputRegion region, uint8_t canary, int row_blocks,
+               DeviceCheckResult* host_result) {
+  if (!guards_hold(region, canary)) atomicOr(&s.acc->guard_damaged, 1u);
+  if (static_cast<int>(blockIdx.x) < row_blocks) {
+    check_some_rows(p, s, row_blocks);
+  } else {
+    hash_some_supers(s, region, row_blocks);
+  }
+  if (last_to_finish(s.acc) && threadIdx.x < 32) finish(p, s, region, host_result);
+}
+
 }  // namespace
 
 size_t DeviceCheckScratch::bytes(int rows, size_t out_bytes, size_t lse_bytes) {
-  return up16(sizeof(DeviceCheckResult)) + up16(sizeof(Accumulators)) +
+  return up16(sizeof(Accumulators)) +
          up16(flag_words(rows) * sizeof(uint32_t)) +
          sizeof(uint64_t) * (digest_supers(out_bytes) + (lse_bytes > 0 ? digest_supers(lse_bytes) : 0));
 }
@@ -249,13 +269,9 @@ cudaError_t launch_device_check(const DeviceCheckParams& params, const OutputReg
   const size_t supers = digest_supers(region.out_bytes) +
                         (region.lse_bytes > 0 ? digest_supers(region.lse_bytes) : 0);
   const int hash_blocks = static_cast<int>((supers + kSupersPerBlock - 1) / kSupersPerBlock);
-  check_rows<<<row_blocks + hash_blocks, kCheckThreads, 0, stream>>>(params, s, region, canary,
-                                                                    row_blocks);
-  finish<<<1, 32, 0, stream>>>(params, s, region);
-  const cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) return err;
-  return cudaMemcpyAsync(host_result, s.result, sizeof(DeviceCheckResult), cudaMemcpyDeviceToHost,
-                         stream);
+  check_call<<<row_blocks + hash_blocks, kCheckThreads, 0, stream>>>(params, s, region, canary,
+                                                                    row_blocks, host_result);
+  return cudaGetLastError();
 }
 
 }  // namespace dcp

@@ -53,6 +53,9 @@ struct DeviceCheckParams {
   uint64_t lse_key[kDeviceCheckMaxSources] = {};
   uint64_t row_key[kDeviceCheckMaxSources] = {};
   const uint8_t* row_kinds = nullptr;  // [W][T] LseRowKind
+  // The value table's decoded values (value_table_slot, generator_formula.h):
+  // a source's element is read, not recomputed. Device memory (host in tests).
+  const double* values = nullptr;
 };
 
 // Device scratch of one call's check: the result, then the per-row mismatch

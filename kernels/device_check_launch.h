@@ -7,12 +7,14 @@
 
 namespace dcp {
 
-// Enqueues the check of one call on `stream`: checks and hashes, writes the
-// result into scratch (a DeviceCheckResult at its start) and copies it to
-// `host_result` (pinned), leaving the scratch zeroed again. `zeroed`: the
-// scratch is known to be all zero (a new one zeroed, or the last check on it
-// completed); else it is zeroed first. `region` is the call's output region
-// (output_region.h, guards included). Capturable: no host sync.
+// Enqueues the check of one call on `stream`, one kernel: checks and hashes,
+// writes the result into `host_result` directly (pinned host memory from
+// cudaMallocHost: under unified addressing the device writes it through the
+// same pointer; read it once the stream has passed the check), leaving the
+// scratch zeroed again. `zeroed`: the scratch is known to be all zero (a new
+// one zeroed, or the last check on it completed); else it is zeroed first.
+// `region` is the call's output region (output_region.h, guards included).
+// Capturable: no host sync.
 cudaError_t launch_device_check(const DeviceCheckParams& params, const OutputRegion& region,
                                 uint8_t canary, void* scratch, bool zeroed,
                                 DeviceCheckResult* host_result, cudaStream_t stream);

@@ -62,8 +62,7 @@ DCP_HD ElementCheck check_element(const DeviceCheckParams& p, const CheckRow& r,
   const bool bf16 = p.out_format == 1;
   double want = 0, abs_sum = 0;
   for (int j = 0; j < r.count; ++j) {
-    const float xf = row_float(r.draw[j], d);
-    const double x = bf16 ? cm::bf16_to_float(float_to_bf16_bits(xf)) : cm::fp16_to_float(float_to_fp16_bits(xf));
+    const double x = p.values[value_table_slot(bf16, r.draw[j].scale_k, row_index(r.draw[j], d))];
     want = cm::add(want, cm::mul(r.weight[j], x));
     abs_sum = cm::add(abs_sum, cm::mul(r.weight[j], cm::abs(x)));
   }

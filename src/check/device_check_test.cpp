@@ -24,6 +24,23 @@
 namespace dcp {
 namespace {
 
+// The device's value table (value_table_slot), built on the host from the
+// same formula the device's fill kernel evaluates.
+const double* host_value_table() {
+  static const std::vector<double> table = [] {
+    std::vector<double> t(kDeviceValueTableSlots);
+    for (int f = 0; f < 2; ++f) {
+      for (int k = 0; k < 4; ++k) {
+        for (uint32_t i = 0; i < kValueTableSize; ++i) {
+          t[value_table_slot(f == 1, k, i)] = value_table_value(f == 1, k, i);
+        }
+      }
+    }
+    return t;
+  }();
+  return table.data();
+}
+
 // The device checker's kernels, as a host loop: rows in order, per row the
 // combined LSE then the dims, counting as check_rows does and reporting as
 // finish does (flagged rows in order, up to kDeviceCheckReported).
@@ -35,6 +52,7 @@ CallCheck device_arithmetic(const Case& c, int group_idx, int group_rank, int gl
   p.output = out.data();
   p.combined_lse = lse != nullptr ? lse->data() : nullptr;
   p.row_kinds = kinds.data();
+  p.values = host_value_table();
   DeviceCheckResult r{};
   auto note = [&](int row, int dim, const ElementCheck& e) {
     ++r.num_mismatches;

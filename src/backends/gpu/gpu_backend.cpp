@@ -50,6 +50,7 @@
 #include "cuda_check.h"
 #include "cuda_raii.h"
 #include "device_check_launch.h"
+#include "device_value_table.h"
 #include "direct_a2a.h"
 #include "errors.h"
 #include "guard_zone.h"
@@ -330,6 +331,9 @@ class GpuBackend final : public RankBackend {
   // (context, out dtype, LSE dtype, producer) that ran a call before a pressure.
   std::set<std::tuple<int, int, int, int>> pressure_warmed_;
   int inits_ = 0;  // contexts made so far: names each init's exchanges
+  // The value table on the device: preparation and device check read it.
+  DeviceBuffer value_table_mem_;
+  DeviceValueTable value_table_;
   void start_pressure(const Case& c, const CallShape& sh, const Batch& batch);
   // The memory stress of case `c` (none unless c.mstress) for `calls` calls.
   void kick_memory_stress(const Case& c, int calls);
@@ -356,6 +360,13 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
     launch_observer::name_stream(streams_[i].get(), fmt::format("dcp{} slot {}", cfg_.dcp_size, i));
   }
   init_status();
+  value_table_mem_.ensure(device_value_table_bytes(), rank);
+  {
+    const launch_observer::Unobserved ours;
+    CUDA_CHECK(rank, HarnessError,
+               fill_device_value_table(value_table_mem_.data(), streams_[0].get(), &value_table_));
+  }
+  CUDA_CHECK(rank, HarnessError, cudaStreamSynchronize(streams_[0].get()));
   rendezvous_ = &rendezvous;
   init_kernel(0, rendezvous);
 }
@@ -769,6 +780,7 @@ void GpuBackend::enqueue_inputs(const CallShape& sh, const CallInputs& in, CallS
   CallPrep p;
   if (in.output_streams) {
     p.recipe = in.output_streams->recipe(*current_, sources + packed.flags);
+    p.recipe.table = value_table_.bits;
     p.partial_output = static_cast<uint16_t*>(b.partial_output.data());
   }
   p.poison_inputs = sh.producer != Producer::kDefault;
@@ -798,6 +810,7 @@ void GpuBackend::enqueue_producer_params(const CallShape& sh, const CallInputs& 
   const auto* sources = static_cast<const uint8_t*>(b.packed.data());
   SlowProducerParams p{};
   p.recipe = in.output_streams->recipe(*current_, sources + packed.flags);
+  p.recipe.table = value_table_.bits;
   p.partial_output = static_cast<uint16_t*>(b.partial_output.data());
   p.lse_src = sources + packed.lse;
   p.partial_lse = static_cast<uint8_t*>(b.partial_lse.data());
@@ -853,6 +866,7 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     p.output = output_of(b);
     p.combined_lse = sh.lse_out_bytes > 0 ? reinterpret_cast<const float*>(lse_of(sh, b)) : nullptr;
     p.row_kinds = static_cast<const uint8_t*>(b.packed.data()) + PackedInputs(sh).kinds;
+    p.values = value_table_.values;
     const launch_observer::Unobserved ours;
     check(launch_device_check(p, region, kGuardCanary, b.check_scratch.data(), b.check_zeroed,
                               static_cast<DeviceCheckResult*>(st.check_result.data()), s),
