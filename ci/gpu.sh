@@ -16,7 +16,8 @@
 #   memstress = the memory-stress family, its mutants in selftest, its cost in stress;
 #   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md);
 #   perfdiag = what bounds the device-checked stress run: CUPTI observation and
-#   the memory stress off one at a time, every call step timed alone
+#   the memory stress off one at a time, the host spinning on the device
+#   instead of sleeping (DCP_SYNC=spin), every call step timed alone
 #   (DCP_TRACE_STEPS=0), nsys's kernel summary where nsys is installed;
 #   sanitize = every worker under compute-sanitizer: the built-in kernel and the
 #   example plugin pass memcheck at --world 2, the read-far-past-input mutant
@@ -366,11 +367,14 @@ step_perfdiag() {  # what bounds the device-checked run: one knob off at a time,
   local d=${PERF_DURATION:-10s}
   for w in ${DIAG_WORLDS:-8 4}; do
     # The default run and the CPU checker's are perf's (run perf first).
-    for v in "observe-off:--observe off" "mstress-off:--mstress off" \
-      "both-off:--observe off --mstress off"; do
+    # NAME:ENV:ARGS. sync-spin: the host spins on the device (wake-up latency
+    # off the run, host CPU per call up).
+    for v in "observe-off::--observe off" "mstress-off::--mstress off" \
+      "both-off::--observe off --mstress off" "sync-spin:DCP_SYNC=spin:"; do
+      local name=${v%%:*} rest=${v#*:}
       # shellcheck disable=SC2086
-      "$BIN" stress --world "$w" --geometry kimi --mps on --duration "$d" --seed 11 ${v#*:} \
-        --json "$OUT/perfdiag-w$w-${v%%:*}.json" >"$OUT/perfdiag-w$w-${v%%:*}.log" 2>&1
+      env ${rest%%:*} "$BIN" stress --world "$w" --geometry kimi --mps on --duration "$d" --seed 11 \
+        ${rest#*:} --json "$OUT/perfdiag-w$w-$name.json" >"$OUT/perfdiag-w$w-$name.log" 2>&1
     done
   done
   # Every step of a call synchronised and timed (DCP_TRACE_STEPS=0): its GPU
