@@ -36,6 +36,8 @@ struct DeviceCheckResult {
   uint32_t num_reported = 0;
   uint32_t guard_damaged = 0;  // some guard byte is not the canary
   DeviceMismatch first[kDeviceCheckReported];
+  uint32_t written = 0;  // 1 once the check wrote this result (the host clears it before)
+  uint32_t reserved = 0;
   uint64_t digest = 0;  // call_output_digest: the output's, then the combined LSE's folded in
 };
 

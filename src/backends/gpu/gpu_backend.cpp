@@ -868,8 +868,10 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     p.row_kinds = static_cast<const uint8_t*>(b.packed.data()) + PackedInputs(sh).kinds;
     p.values = value_table_.values;
     const launch_observer::Unobserved ours;
+    auto* result = static_cast<DeviceCheckResult*>(st.check_result.data());
+    result->written = 0;  // collect refuses a result this check did not write
     check(launch_device_check(p, region, kGuardCanary, b.check_scratch.data(), b.check_zeroed,
-                              static_cast<DeviceCheckResult*>(st.check_result.data()), s),
+                              result, s),
           "device check", false);
     b.check_zeroed = false;  // until the check is seen complete (collect)
     trace.mark("device check");
@@ -972,7 +974,9 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
     bool copied = !sh.device_check || in.copy_output;
     if (sh.device_check) {
       verdict = *static_cast<const DeviceCheckResult*>(st.check_result.data());
-      b.check_zeroed = true;  // the check completed: its finish zeroed the scratch
+      DCP_CHECK(verdict->written == 1, HarnessError,
+                "call {}: the device check completed without writing its result", in.op_idx);
+      b.check_zeroed = true;  // the check completed: its last block zeroed the scratch
       // Test only: DCP_TEST_CHECKER_DISAGREE=1 skews the device's digest, so
       // every audited call disagrees (ci/gpu.sh check: exit 3).
       static const bool skew = [] {
