@@ -50,6 +50,7 @@ record() {  # record NAME RC SECONDS [DETAIL]
   local word="ok"
   [[ $2 -eq 0 ]] || { word="FAILED (exit $2)"; status=1; }
   summary+=("$(printf '%-36s %-16s %4d s  %s' "$1" "$word" "$3" "${4:-}")")
+  echo "${summary[-1]}" >>"$OUT/summary-so-far.txt"  # survives a killed run
 }
 
 step_build() {
