@@ -356,8 +356,10 @@ step_perf() {  # both checkers side by side, same machine, same seed; then the t
     done
   done
   # The exchange alone (graph replays of the op, no check): the physical floor.
-  "$BIN" bench --world 4 --geometry kimi --mps on --allow-shared-gpu \
-    --json "$OUT/perf-bench-w4.json" >"$OUT/perf-bench-w4.log" 2>&1
+  for w in ${PERF_WORLDS:-8 4 2}; do
+    "$BIN" bench --world "$w" --geometry kimi --mps on --allow-shared-gpu \
+      --json "$OUT/perf-bench-w$w.json" >"$OUT/perf-bench-w$w.log" 2>&1
+  done
   python3 ci/perf.py "$OUT" | tee "$OUT/perf.md"
   rc=${PIPESTATUS[0]}
   record "perf table" "$rc" $((SECONDS - start)) "$OUT/perf.md"

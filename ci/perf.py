@@ -43,8 +43,8 @@ def summary(report):
     }
 
 
-def exchange_us(out):
-    report = load(out, "perf-bench-w4.json")
+def exchange_us(out, w):
+    report = load(out, f"perf-bench-w{w}.json")
     if report is None:
         return None
     bench = report.get("bench", report)
@@ -73,13 +73,14 @@ def main(out):
               f"{'yes' if ratio >= goal else 'no'} | {c['core_ms']:.3f} / {g['core_ms']:.3f} | "
               f"{k.get('audited_calls', 0)} of {k.get('device_calls', 0) + k.get('audited_calls', 0)}, {k.get('disagreements', 0)} | "
               f"{g['bound']} | {g['phases']} |")
-    ex = exchange_us(out)
-    if ex:
-        print()
-        print("exchange alone (`bench --world 4 --geometry kimi --mps on`, graph replays of the op, no check), per op: "
-              + ", ".join(f"T={t}: {us:.1f} us" for t, us in sorted(ex.items())))
-    else:
-        print("exchange alone: no bench report")
+    print()
+    for w in GOALS:
+        ex = exchange_us(out, w)
+        if ex:
+            print(f"exchange alone (`bench --world {w} --geometry kimi --mps on`, graph replays of the op, no check), per op: "
+                  + ", ".join(f"T={t}: {us:.1f} us" for t, us in sorted(ex.items())))
+        else:
+            print(f"exchange alone at world {w}: no bench report")
     return 0 if ok else 1
 
 
