@@ -14,6 +14,7 @@
 #include "generator.h"
 #include "geometry.h"
 #include "call_prep.h"
+#include "device_value_table.h"
 #include "input_producer.h"
 #include "random_case.h"
 
@@ -27,6 +28,10 @@ struct Prepared {
 };
 
 constexpr uint8_t kCanary = 0xA5;
+// The device value table (device_value_table.h), filled once in main: the
+// preparation reads it as the backend's does; the slow producer evaluates the
+// formula per element (no table), so both ways are held to the host's bytes.
+dcp::DeviceValueTable g_table;
 constexpr size_t kGuard = 64, kRegionOut = 256, kRegionLse = 32;
 
 // The preparation of `streams` (with `tweak` added to the row key), `lse` and
@@ -61,6 +66,7 @@ bool prepare(const Case& c, const dcp::OutputStreams& streams, uint64_t tweak,
     dcp::CallPrep p;
     p.recipe = streams.recipe(c, sources + flags_at);
     p.recipe.row_key += tweak;
+    p.recipe.table = g_table.bits;
     p.partial_output = static_cast<uint16_t*>(dev_out);
     p.poison_inputs = poison;
     p.lse_src = sources + lse_at;
@@ -149,6 +155,14 @@ int main() {
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1) {
     std::printf("SKIPPED: gpu_inputs: no GPU on this machine\n");
     return 77;
+  }
+  void* table_mem = nullptr;
+  if (cudaMalloc(&table_mem, dcp::device_value_table_bytes()) != cudaSuccess ||
+      dcp::fill_device_value_table(table_mem, nullptr, &g_table) != cudaSuccess ||
+      cudaDeviceSynchronize() != cudaSuccess) {
+    std::printf("FAIL: gpu_inputs: the device value table: %s\n",
+                cudaGetErrorString(cudaGetLastError()));
+    return 1;
   }
   int64_t compared = 0;
   for (uint64_t i = 0; i < 60; ++i) {
