@@ -15,8 +15,10 @@
 //               it to the host's pinned DeviceCheckResult directly (no copy
 //               launched), then zeroes the accumulators, flags and counter
 //               for the next call.
-// The scratch is zeroed once when allocated (launch_device_check's `zeroed`
-// says when it must be zeroed first); every check leaves it zeroed again.
+// The scratch's accumulators and row flags are zeroed before a check when
+// launch_device_check's `zeroed` is false (a new scratch, or another row
+// count: the flags' length moves the supers); every check leaves its own
+// accumulators, flags and counter zero again.
 #include "device_check_launch.h"
 
 #include "device_check_row.h"
@@ -204,8 +206,12 @@ __device__ void report_first(const DeviceCheckParams& p, const Scratch& s, Devic
 // back to zero.
 __device__ void finish(const DeviceCheckParams& p, const Scratch& s, const OutputRegion& region,
                        DeviceCheckResult* host_result) {
-  __shared__ DeviceCheckResult res;
+  __shared__ DeviceCheckResult res;  // its initializers do not run: zeroed here
   const int lane = static_cast<int>(threadIdx.x);
+  constexpr int kWords = static_cast<int>(sizeof(DeviceCheckResult) / 4);
+  static_assert(sizeof(DeviceCheckResult) % 4 == 0);
+  for (int w = lane; w < kWords; w += 32) reinterpret_cast<uint32_t*>(&res)[w] = 0;
+  __syncwarp();
   if (lane == 0) {
     res.num_checked = __ldcg(&s.acc->checked);
     res.num_mismatches = __ldcg(&s.acc->mismatches);
@@ -225,10 +231,9 @@ __device__ void finish(const DeviceCheckParams& p, const Scratch& s, const Outpu
   __syncwarp();
   if (res.num_mismatches > 0) report_first(p, s, res);
   __syncwarp();
-  static_assert(sizeof(DeviceCheckResult) % 4 == 0);
   const auto* from = reinterpret_cast<const uint32_t*>(&res);
   auto* to = reinterpret_cast<uint32_t*>(host_result);
-  for (int w = lane; w < static_cast<int>(sizeof(DeviceCheckResult) / 4); w += 32) to[w] = from[w];
+  for (int w = lane; w < kWords; w += 32) to[w] = from[w];
   // Ready for the next call: accumulators, flags and the counter back to zero.
   const int words = static_cast<int>(DeviceCheckScratch::flag_words(p.num_tokens * p.heads));
   for (int w = lane; w < words; w += 32) s.row_flags[w] = 0;

@@ -30,7 +30,7 @@ struct DeviceMismatch {
   double got = 0, want = 0, tol = 0;
 };
 
-// What comes back to the host (pinned memory), written by the check's last kernel.
+// What comes back to the host (pinned memory), written by the check's last block.
 struct DeviceCheckResult {
   unsigned long long num_checked = 0, num_mismatches = 0, num_nan = 0;
   uint32_t num_reported = 0;
@@ -60,8 +60,9 @@ struct DeviceCheckParams {
   const double* values = nullptr;
 };
 
-// Device scratch of one call's check: the result, then the per-row mismatch
-// flags (one bit per row), then the digests of 64 KiB supers.
+// Device scratch of one call's check: the accumulators (counts, guard
+// verdict, finished blocks), the per-row mismatch flags (one bit per row),
+// then the digests of 64 KiB supers.
 struct DeviceCheckScratch {
   DCP_HD static size_t flag_words(int rows) { return (static_cast<size_t>(rows) + 31) / 32; }
   static size_t bytes(int rows, size_t out_bytes, size_t lse_bytes);

@@ -11,8 +11,9 @@ namespace dcp {
 // writes the result into `host_result` directly (pinned host memory from
 // cudaMallocHost: under unified addressing the device writes it through the
 // same pointer; read it once the stream has passed the check), leaving the
-// scratch zeroed again. `zeroed`: the scratch is known to be all zero (a new
-// one zeroed, or the last check on it completed); else it is zeroed first.
+// accumulators and flags zeroed again. `zeroed`: they are known to be zero
+// for this row count (the last check on this scratch, of as many rows,
+// completed); else they are zeroed first.
 // `region` is the call's output region (output_region.h, guards included).
 // Capturable: no host sync.
 cudaError_t launch_device_check(const DeviceCheckParams& params, const OutputRegion& region,

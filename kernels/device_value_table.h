@@ -1,8 +1,9 @@
 // The value table on the device (generator_formula.h, value_table_slot): the
 // call preparation reads partial_output's elements from `bits`, the device
 // checker the sources' values from `values`, instead of evaluating the
-// formula per element. Filled once per process, on the device, from the
-// formula itself; the same table the host reads (value_table.h).
+// formula per element. Filled once per GPU backend (a worker has one per
+// group size, geometry and kernel), on the device, from the formula itself;
+// the same table the host reads (value_table.h).
 #pragma once
 
 #include <cuda_runtime_api.h>

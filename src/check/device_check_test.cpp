@@ -41,9 +41,9 @@ const double* host_value_table() {
   return table.data();
 }
 
-// The device checker's kernels, as a host loop: rows in order, per row the
-// combined LSE then the dims, counting as check_rows does and reporting as
-// finish does (flagged rows in order, up to kDeviceCheckReported).
+// The device checker's kernel, as a host loop: rows in order, per row the
+// combined LSE then the dims, counting as its row blocks do and reporting as
+// its last block does (flagged rows in order, up to kDeviceCheckReported).
 CallCheck device_arithmetic(const Case& c, int group_idx, int group_rank, int global_rank, int op,
                             const std::vector<uint8_t>& out, const std::vector<float>* lse) {
   const OpGenerator gen(c, group_idx, op);
