@@ -482,4 +482,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$OUT/gpu.txt"
 echo
 echo "== summary ($(head -n 1 "$OUT/gpu.txt"); logs in $OUT)"
 printf '%s\n' "${summary[@]}"
+# GPU_TAR=FILE: every log and report of $OUT in one archive (the device tool
+# brings back a few files only: run with OUT elsewhere and GPU_TAR under its $OUT).
+[[ -z ${GPU_TAR:-} ]] || tar czf "$GPU_TAR" -C "$OUT" . || status=1
 exit $status
