@@ -28,7 +28,10 @@
 #   pass with --check gpu and --check cpu, selftest detects the same mutants
 #   with either, a skewed device verdict is a disagreement (exit 3), and a
 #   broken kernel's mismatches are found on the device and explained on the CPU;
-#   checkself = selftest at --world 2 with each checker (the same verdicts).
+#   checkself = selftest at --world 2 with each checker (the same verdicts);
+#   checkbench = the device check and the call preparation alone in one process
+#   (tests/gpu_check_bench: W 2/4/8 x T 1..128, verdicts held), then Nsight
+#   Compute on both at W=4, T=128.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 
@@ -396,6 +399,21 @@ step_perfdiag() {  # what bounds the device-checked run: one knob off at a time,
   record "perf diagnosis" "${PIPESTATUS[0]}" $((SECONDS - start)) "$OUT/perfdiag.md"
 }
 
+step_checkbench() {  # the device check and the preparation alone, timed; ncu on them
+  local start=$SECONDS rc bench=$BUILD_DIR/tests/gpu_check_bench
+  "$bench" >"$OUT/checkbench.txt" 2>&1
+  rc=$?
+  cat "$OUT/checkbench.txt"
+  record "check bench" "$rc" $((SECONDS - start)) "$OUT/checkbench.txt"
+  command -v ncu >/dev/null 2>&1 || { echo "ncu: not installed" >"$OUT/checkbench-ncu.txt"; return; }
+  start=$SECONDS
+  timeout 300 ncu -k 'regex:check_call|call_prep_kernel' --section SpeedOfLight \
+    --section Occupancy --section LaunchStats --section WarpStateStats --section ComputeWorkloadAnalysis \
+    "$bench" --only 4,128 --reps 2 >"$OUT/checkbench-ncu.txt" 2>&1
+  rc=$?
+  record "check bench ncu (W=4 T=128)" "$rc" $((SECONDS - start)) "$OUT/checkbench-ncu.txt"
+}
+
 step_check() {  # the device checker against the CPU checker
   local c
   for c in gpu cpu; do
@@ -471,6 +489,7 @@ for s in "${steps[@]}"; do
     perf) step_perf ;;
     perfdiag) step_perfdiag ;;
     check) step_check ;;
+    checkbench) step_checkbench ;;
     checkself) step_checkself ;;
     sanitize) step_sanitize ;;
     dump) step_dump ;;
