@@ -13,12 +13,12 @@
 //               first mismatches in the CPU checker's order: flagged rows
 //               ascending, per row the combined LSE, then the dims), writes
 //               it to the host's pinned DeviceCheckResult directly (no copy
-//               launched), then zeroes the accumulators, flags and counter
-//               for the next call.
-// The scratch's accumulators and row flags are zeroed before a check when
-// launch_device_check's `zeroed` is false (a new scratch, or another row
-// count: the flags' length moves the supers); every check leaves its own
-// accumulators, flags and counter zero again.
+//               launched), then zeroes everything of the scratch it used
+//               (accumulators, counter, flags, supers) for the next call.
+// Invariant: between checks the whole scratch buffer is zero, whatever row
+// count used it last (the flags' length moves the supers). launch_device_check
+// zeroes the buffer first when `zeroed` is false (a new one, or a check that
+// was not seen complete).
 #include "device_check_launch.h"
 
 #include "device_check_row.h"
@@ -234,9 +234,12 @@ __device__ void finish(const DeviceCheckParams& p, const Scratch& s, const Outpu
   const auto* from = reinterpret_cast<const uint32_t*>(&res);
   auto* to = reinterpret_cast<uint32_t*>(host_result);
   for (int w = lane; w < kWords; w += 32) to[w] = from[w];
-  // Ready for the next call: accumulators, flags and the counter back to zero.
+  // Ready for the next call: everything this check used back to zero.
   const int words = static_cast<int>(DeviceCheckScratch::flag_words(p.num_tokens * p.heads));
   for (int w = lane; w < words; w += 32) s.row_flags[w] = 0;
+  const size_t supers = digest_supers(region.out_bytes) +
+                        (region.lse_bytes > 0 ? digest_supers(region.lse_bytes) : 0);
+  for (size_t i = static_cast<size_t>(lane); i < supers; i += 32) s.supers[i] = 0;
   if (lane == 0) *s.acc = Accumulators{};
 }
 
@@ -261,13 +264,16 @@ size_t DeviceCheckScratch::bytes(int rows, size_t out_bytes, size_t lse_bytes) {
 }
 
 cudaError_t launch_device_check(const DeviceCheckParams& params, const OutputRegion& region,
-                                uint8_t canary, void* scratch, bool zeroed,
-                                DeviceCheckResult* host_result, cudaStream_t stream) {
+                                uint8_t canary, void* scratch, size_t scratch_bytes,
+                                bool zeroed, DeviceCheckResult* host_result,
+                                cudaStream_t stream) {
   const int rows = params.num_tokens * params.heads;
+  if (scratch_bytes < DeviceCheckScratch::bytes(rows, region.out_bytes, region.lse_bytes)) {
+    return cudaErrorInvalidValue;
+  }
   const Scratch s = scratch_of(scratch, rows);
   if (!zeroed) {
-    const size_t n = reinterpret_cast<uint8_t*>(s.supers) - static_cast<uint8_t*>(scratch);
-    const cudaError_t err = cudaMemsetAsync(scratch, 0, n, stream);
+    const cudaError_t err = cudaMemsetAsync(scratch, 0, scratch_bytes, stream);
     if (err != cudaSuccess) return err;
   }
   int row_blocks = rows > 0 ? (rows + kWarps - 1) / kWarps : 1;

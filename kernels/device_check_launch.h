@@ -11,13 +11,14 @@ namespace dcp {
 // writes the result into `host_result` directly (pinned host memory from
 // cudaMallocHost: under unified addressing the device writes it through the
 // same pointer; read it once the stream has passed the check), leaving the
-// accumulators and flags zeroed again. `zeroed`: they are known to be zero
-// for this row count (the last check on this scratch, of as many rows,
-// completed); else they are zeroed first.
+// scratch zeroed again. `scratch_bytes`: the whole buffer (at least
+// DeviceCheckScratch::bytes for this call). `zeroed`: the buffer is known to
+// be all zero (the last check on it completed); else all of it is zeroed first.
 // `region` is the call's output region (output_region.h, guards included).
 // Capturable: no host sync.
 cudaError_t launch_device_check(const DeviceCheckParams& params, const OutputRegion& region,
-                                uint8_t canary, void* scratch, bool zeroed,
-                                DeviceCheckResult* host_result, cudaStream_t stream);
+                                uint8_t canary, void* scratch, size_t scratch_bytes,
+                                bool zeroed, DeviceCheckResult* host_result,
+                                cudaStream_t stream);
 
 }  // namespace dcp

@@ -107,7 +107,7 @@ bool bench_one(int w, int t, int reps, const DeviceValueTable& table, Timing* ou
   p.values = table.values;
   region.base = dev_region;
   auto check = [&] {
-    return launch_device_check(p, region, kCanary, scratch, true, result, nullptr);
+    return launch_device_check(p, region, kCanary, scratch, scratch_bytes, true, result, nullptr);
   };
   // The verdicts: all checked and passing; one flipped element found.
   const auto elements = static_cast<unsigned long long>(rows) * p.head_dim;

@@ -178,11 +178,7 @@ constexpr uint32_t kSlowProducerDelayNs = 30'000;
 struct CallBuffers {  // device side of one call
   DeviceBuffer partial_output, partial_lse, sequences, output, packed;
   DeviceBuffer check_scratch;  // the device checker's (DeviceCheckScratch)
-  // Its accumulators and row flags are zero for a check of check_rows rows
-  // (launch_device_check's `zeroed`). The flags' length moves the digest
-  // supers, which a check leaves non-zero: another row count re-zeroes first.
-  bool check_zeroed = false;
-  int check_rows = -1;
+  bool check_zeroed = false;   // check_scratch is all zero (launch_device_check)
   DeviceBuffer producer_params;  // the slow producer's (SlowProducerParams)
 };
 struct CallStaging {  // host side of one call
@@ -670,10 +666,9 @@ void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) co
   if (sh.device_check) {
     const size_t scratch =
         DeviceCheckScratch::bytes(sh.check_rows, sh.output_bytes, sh.lse_out_bytes);
-    if (b.check_scratch.bytes() < scratch || b.check_rows != sh.check_rows) {
+    if (b.check_scratch.bytes() < scratch) {
       b.check_scratch.ensure(scratch, rank);
       b.check_zeroed = false;
-      b.check_rows = sh.check_rows;
     }
     st.check_result.ensure(sizeof(DeviceCheckResult), rank);
   }
@@ -875,8 +870,8 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     const launch_observer::Unobserved ours;
     auto* result = static_cast<DeviceCheckResult*>(st.check_result.data());
     result->written = 0;  // collect refuses a result this check did not write
-    check(launch_device_check(p, region, kGuardCanary, b.check_scratch.data(), b.check_zeroed,
-                              result, s),
+    check(launch_device_check(p, region, kGuardCanary, b.check_scratch.data(),
+                              b.check_scratch.bytes(), b.check_zeroed, result, s),
           "device check", false);
     b.check_zeroed = false;  // until the check is seen complete (collect)
     trace.mark("device check");
