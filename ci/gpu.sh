@@ -374,9 +374,11 @@ step_perfdiag() {  # what bounds the device-checked run: one knob off at a time,
   for w in ${DIAG_WORLDS:-8 4}; do
     # The default run and the CPU checker's are perf's (run perf first).
     # NAME:ENV:ARGS. sync-spin: the host spins on the device (wake-up latency
-    # off the run, host CPU per call up).
+    # off the run, host CPU per call up); check-twice, prep-twice: that step
+    # launched twice per call (its marginal cost in the real run).
     for v in "observe-off::--observe off" "mstress-off::--mstress off" \
-      "both-off::--observe off --mstress off" "sync-spin:DCP_SYNC=spin:"; do
+      "both-off::--observe off --mstress off" "sync-spin:DCP_SYNC=spin:" \
+      "check-twice:DCP_STEP_TWICE=check:" "prep-twice:DCP_STEP_TWICE=prep:"; do
       local name=${v%%:*} rest=${v#*:}
       # shellcheck disable=SC2086
       env ${rest%%:*} "$BIN" stress --world "$w" --geometry kimi --mps on --duration "$d" --seed 11 \

@@ -166,6 +166,22 @@ class StepTrace {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
+// DCP_STEP_TWICE=check|prep (diagnosis only, off by default): that step is
+// launched twice per call, the second on the first's result (both are
+// idempotent: the preparation rewrites the same inputs, the check's first run
+// leaves its scratch zero and the second writes the same verdict). The
+// throughput lost is the step's marginal cost in a real run, where the
+// synchronised trace (DCP_TRACE_STEPS) times it alone (ci/gpu.sh perfdiag).
+enum class TwiceStep { kNone, kCheck, kPrep };
+TwiceStep step_twice() {  // read once per process: enqueue_call is a hot path
+  static const TwiceStep step = [] {
+    const char* v = std::getenv("DCP_STEP_TWICE");
+    const std::string s = v == nullptr ? "" : v;
+    return s == "check" ? TwiceStep::kCheck : s == "prep" ? TwiceStep::kPrep : TwiceStep::kNone;
+  }();
+  return step;
+}
+
 // How long the slow producer's last token row is late.
 constexpr uint32_t kSlowProducerDelayNs = 30'000;
 
@@ -798,6 +814,7 @@ void GpuBackend::enqueue_inputs(const CallShape& sh, const CallInputs& in, CallS
   p.region = region_of(sh, b);
   p.canary = kGuardCanary;
   check(launch_call_prep(p, s), "prepare inputs, poison output, fill guards", false);
+  if (step_twice() == TwiceStep::kPrep) check(launch_call_prep(p, s), "prepare again", false);
 }
 
 // The slow producer's parameters; it reads the token flags and the LSE bytes
@@ -873,6 +890,11 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     check(launch_device_check(p, region, kGuardCanary, b.check_scratch.data(),
                               b.check_scratch.bytes(), b.check_zeroed, result, s),
           "device check", false);
+    if (step_twice() == TwiceStep::kCheck) {  // the first left the scratch zero
+      check(launch_device_check(p, region, kGuardCanary, b.check_scratch.data(),
+                                b.check_scratch.bytes(), true, result, s),
+            "device check again", false);
+    }
     b.check_zeroed = false;  // until the check is seen complete (collect)
     trace.mark("device check");
   }
