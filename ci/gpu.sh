@@ -30,8 +30,8 @@
 #   broken kernel's mismatches are found on the device and explained on the CPU;
 #   checkself = selftest at --world 2 with each checker (the same verdicts);
 #   checkbench = the device check and the call preparation alone in one process
-#   (tests/gpu_check_bench: W 2/4/8 x T 1..128, verdicts held), then Nsight
-#   Compute on both at W=4, T=128.
+#   (tests/gpu_check_bench: W 2/4/8 x T 1..128, verdicts held), alone and on
+#   an MPS share of 50/25/12% of the SMs, then Nsight Compute on both at W=4, T=128.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 
@@ -407,6 +407,25 @@ step_checkbench() {  # the device check and the preparation alone, timed; ncu on
   rc=$?
   cat "$OUT/checkbench.txt"
   record "check bench" "$rc" $((SECONDS - start)) "$OUT/checkbench.txt"
+  # The same on one rank's share of the SMs, as stress --mps on gives it
+  # (mps_thread_percentage: 50, 25, 12 at worlds 2, 4, 8), alone on the GPU.
+  start=$SECONDS
+  local mps pct
+  mps=$(mktemp -d)
+  mkdir -p "$mps/pipe" "$mps/log"
+  if CUDA_MPS_PIPE_DIRECTORY=$mps/pipe CUDA_MPS_LOG_DIRECTORY=$mps/log nvidia-cuda-mps-control -d; then
+    rc=0
+    for pct in 50 25 12; do
+      echo "== MPS, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct" >>"$OUT/checkbench-mps.txt"
+      CUDA_MPS_PIPE_DIRECTORY=$mps/pipe CUDA_MPS_LOG_DIRECTORY=$mps/log \
+        CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct "$bench" --reps 100 >>"$OUT/checkbench-mps.txt" 2>&1 || rc=1
+    done
+    echo quit | CUDA_MPS_PIPE_DIRECTORY=$mps/pipe nvidia-cuda-mps-control
+  else
+    rc=1
+  fi
+  cat "$OUT/checkbench-mps.txt"
+  record "check bench on an MPS share" "$rc" $((SECONDS - start)) "$OUT/checkbench-mps.txt"
   command -v ncu >/dev/null 2>&1 || { echo "ncu: not installed" >"$OUT/checkbench-ncu.txt"; return; }
   start=$SECONDS
   timeout 300 ncu -k 'regex:check_call|call_prep_kernel' --section SpeedOfLight \
