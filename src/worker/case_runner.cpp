@@ -292,7 +292,10 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
     if (ctx.progress) ctx.progress(planned.calls.front().op_idx);
     clock.restart();
     // The backend's own laps inside run_batch; the rest of it is launch.
-    auto inner = [&] { return phases.stage_ms + phases.capture_ms + phases.wait_ms + phases.collect_ms; };
+    auto inner = [&] {
+      return phases.stage_ms + phases.setup_ms + phases.capture_ms + phases.wait_ms +
+             phases.collect_ms;
+    };
     const double accounted = inner();
     std::vector<CallOutput> outputs = backend.run_batch(call_case, batch);
     double run_ms = 0;

@@ -973,6 +973,7 @@ std::vector<CallOutput> GpuBackend::run_batch(const Case& c, const Batch& batch)
 }
 
 std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch& batch) {
+  PhaseClock setup_clock;  // laps PhaseTimes::setup_ms: the work around the calls
   CUDA_CHECK(cfg_.global_rank, HarnessError, cudaSetDevice(cfg_.device));
   DCP_CHECK(batch.mode != ExecMode::kMixed && batch.mode != ExecMode::kGraphSet, HarnessError,
             "a batch is never mixed or a graph set (plan_case splits them)");
@@ -1040,18 +1041,23 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
   };
   if (c.pressure > 0) start_pressure(c, sh, batch);
   const PressureScope pressure_scope(c.pressure > 0 ? pressure_.get() : nullptr);
+  setup_clock.lap(phases.setup_ms);
   if (batch.mode == ExecMode::kEager) {
     for (const CallInputs& in : batch.calls) {
+      setup_clock.restart();
       ensure(sh, eager_buffers_, staging_[0]);
       kick_memory_stress(c, 1);
+      setup_clock.lap(phases.setup_ms);
       enqueue_call(sh, in, staging_[0], eager_buffers_, stream_for(in.slot), nullptr, &phases);
       wait();
       collect(staging_[0], in, eager_buffers_);
     }
   } else if (batch.mode == ExecMode::kPipelined) {
     if (pipe_buffers_.size() < n) pipe_buffers_.resize(n);
+    setup_clock.restart();
     for (size_t i = 0; i < n; ++i) ensure(sh, pipe_buffers_[i], staging_[i]);
     kick_memory_stress(c, static_cast<int>(n));
+    setup_clock.lap(phases.setup_ms);
     for (size_t i = 0; i < n; ++i) {
       enqueue_call(sh, batch.calls[i], staging_[i], pipe_buffers_[i],
                    stream_for(batch.calls[i].slot), nullptr, &phases);
@@ -1065,7 +1071,9 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
       DCP_CHECK(in.slot >= 0 && in.slot < kMaxSlots, HarnessError, "slot {} out of range", in.slot);
       const cudaStream_t s = stream_for(in.slot);
       bool cached = false;
+      setup_clock.restart();
       SlotGraph& g = graph_for(sh, in.context, in.slot, staging_[i], &cached);
+      setup_clock.lap(phases.setup_ms);
       bool& warmed = warmed_[static_cast<size_t>(in.context)][static_cast<size_t>(in.slot)];
       if (!cached) {
         if (!warmed && cfg_.kernel->info().has(DCP_CAP_EAGER_BEFORE_CAPTURE)) {
@@ -1091,9 +1099,11 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
       collect(staging_[i], batch.calls[i], *used[i], !reused);
     }
   }
+  setup_clock.restart();
   if (pressure_ != nullptr) pressure_->stop();
   check_region_tails(batch.out_of_bounds);
   check_churn(batch.out_of_bounds);
+  setup_clock.lap(phases.setup_ms);
   current_ = nullptr;
   return outputs;
 }
