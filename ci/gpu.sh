@@ -428,7 +428,7 @@ step_checkbench() {  # the device check and the preparation alone, timed; ncu on
   record "check bench on an MPS share" "$rc" $((SECONDS - start)) "$OUT/checkbench-mps.txt"
   command -v ncu >/dev/null 2>&1 || { echo "ncu: not installed" >"$OUT/checkbench-ncu.txt"; return; }
   start=$SECONDS
-  timeout 300 ncu -k 'regex:check_call|call_prep_kernel' --section SpeedOfLight \
+  timeout 120 ncu -k 'regex:check_call|call_prep_kernel' --section SpeedOfLight \
     --section Occupancy --section LaunchStats --section WarpStateStats --section ComputeWorkloadAnalysis \
     "$bench" --only 4,128 --reps 2 >"$OUT/checkbench-ncu.txt" 2>&1
   rc=$?
