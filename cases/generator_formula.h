@@ -71,10 +71,11 @@ DCP_HD uint32_t row_index(const RowDraw& r, int64_t d) {
 DCP_HD float row_float(const RowDraw& r, int64_t d) { return table_float(row_index(r, d), r.scale_k); }
 
 // ---- The value table as the device holds it ----
-// One array per kind for both 16-bit formats and every scale, filled once
-// per process on the device (kernels/device_value_table.h) from table_float:
+// One array for both 16-bit formats and every scale, filled once per
+// process on the device (kernels/device_value_table.h) from table_float:
 // slot value_table_slot(bf16, k, i) holds table_float(i, k) rounded to the
-// format (bits), or that decoded (values). The device reads a row's elements
+// format (value_table_bits); value_table_value is those bits decoded (exact),
+// as the device checker decodes them. The device reads a row's elements
 // from it instead of evaluating the formula per element (a 64-bit hash and
 // two slow conversions each); the host's value_table.h is the same table.
 constexpr size_t kDeviceValueTableSlots = size_t{2} * 4 * kValueTableSize;

@@ -85,8 +85,12 @@ __device__ void check_some_rows(const DeviceCheckParams& p, const Scratch& s, in
   unsigned long long checked = 0, bad = 0, nan = 0;
   for (int row = blockIdx.x * kWarps + static_cast<int>(threadIdx.x / 32); row < rows;
        row += row_blocks * kWarps) {
+    // Lane s draws source s's LSE (source_l2), every lane gathers them.
+    const double mine = lane < p.dcp_size ? source_l2(p, row, lane) : 0.0;
+    double l2[kDeviceCheckMaxSources];
+    for (int src = 0; src < p.dcp_size; ++src) l2[src] = __shfl_sync(0xFFFFFFFFu, mine, src);
     CheckRow r;
-    check_row_setup(p, row, r);
+    check_row_from_l2(p, row, l2, r);
     bool row_bad = false;
     if (p.combined_lse != nullptr && lane == 0) {
       const ElementCheck e = check_row_lse(p, r, row);

@@ -25,17 +25,29 @@ struct CheckRow {
   double lse_want = 0, lse_tol = 0;
 };
 
-DCP_HD void check_row_setup(const DeviceCheckParams& p, int row, CheckRow& r) {
+// The head of `row` in the whole group: this rank owns heads [r*H, (r+1)*H).
+DCP_HD int row_head(const DeviceCheckParams& p, int row) {
+  return p.group_rank * p.heads + row % p.heads;
+}
+
+// Source s's LSE of `row` as stored, in base 2 (check_math::effective_l2):
+// the costly part of a row's setup, one source at a time (on the device, a
+// lane per source).
+DCP_HD double source_l2(const DeviceCheckParams& p, int row, int s) {
+  const int t = row / p.heads;
+  const auto kind = static_cast<LseRowKind>(p.row_kinds[s * p.num_tokens + t]);
+  const double lse =
+      lse_stored(p.lse_format, lse_formula(p.lse, p.lse_key[s], kind, s, t, row_head(p, row)));
+  return check_math::effective_l2(lse, kind == LseRowKind::kMasked, p.base_e);
+}
+
+// The rest of the setup from every source's l2 (source_l2, [dcp_size]).
+DCP_HD void check_row_from_l2(const DeviceCheckParams& p, int row, const double* l2, CheckRow& r) {
   namespace cm = check_math;
-  const int t = row / p.heads, h = row % p.heads;
-  const int head = p.group_rank * p.heads + h;  // this rank owns heads [r*H, (r+1)*H)
+  const int t = row / p.heads;
+  const int head = row_head(p, row);
   const int w = p.dcp_size;
-  double l2[kDeviceCheckMaxSources], weight[kDeviceCheckMaxSources];
-  for (int s = 0; s < w; ++s) {
-    const auto kind = static_cast<LseRowKind>(p.row_kinds[s * p.num_tokens + t]);
-    const double lse = lse_stored(p.lse_format, lse_formula(p.lse, p.lse_key[s], kind, s, t, head));
-    l2[s] = cm::effective_l2(lse, kind == LseRowKind::kMasked, p.base_e);
-  }
+  double weight[kDeviceCheckMaxSources];
   double max_l2 = 0, magnitude = 0;
   r.any = cm::combine_weights(w, l2, weight, &max_l2, &magnitude);
   r.scale = cm::bound_scale(w, magnitude);
@@ -51,6 +63,14 @@ DCP_HD void check_row_setup(const DeviceCheckParams& p, int row, CheckRow& r) {
   }
 }
 
+// A row's setup, one source after another (the host's order; the device
+// spreads source_l2 over a warp's lanes and gets the same bits).
+DCP_HD void check_row_setup(const DeviceCheckParams& p, int row, CheckRow& r) {
+  double l2[kDeviceCheckMaxSources];
+  for (int s = 0; s < p.dcp_size; ++s) l2[s] = source_l2(p, row, s);
+  check_row_from_l2(p, row, l2, r);
+}
+
 struct ElementCheck {
   double got = 0, want = 0, tol = 0;
   bool pass = false;
@@ -62,7 +82,8 @@ DCP_HD ElementCheck check_element(const DeviceCheckParams& p, const CheckRow& r,
   const bool bf16 = p.out_format == 1;
   double want = 0, abs_sum = 0;
   for (int j = 0; j < r.count; ++j) {
-    const double x = p.values[value_table_slot(bf16, r.draw[j].scale_k, row_index(r.draw[j], d))];
+    const uint16_t b = p.table[value_table_slot(bf16, r.draw[j].scale_k, row_index(r.draw[j], d))];
+    const double x = bf16 ? cm::bf16_to_float(b) : cm::fp16_to_float(b);  // value_table_value
     want = cm::add(want, cm::mul(r.weight[j], x));
     abs_sum = cm::add(abs_sum, cm::mul(r.weight[j], cm::abs(x)));
   }

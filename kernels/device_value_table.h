@@ -1,7 +1,7 @@
 // The value table on the device (generator_formula.h, value_table_slot): the
-// call preparation reads partial_output's elements from `bits`, the device
-// checker the sources' values from `values`, instead of evaluating the
-// formula per element. Filled once per GPU backend (a worker has one per
+// call preparation reads partial_output's elements from `bits`, and the
+// device checker the sources' values (decoded: exact), instead of evaluating
+// the formula per element. Filled once per GPU backend (a worker has one per
 // group size, geometry and kernel), on the device, from the formula itself;
 // the same table the host reads (value_table.h).
 #pragma once
@@ -15,7 +15,6 @@ namespace dcp {
 
 struct DeviceValueTable {
   const uint16_t* bits = nullptr;  // [kDeviceValueTableSlots] as stored
-  const double* values = nullptr;  // [kDeviceValueTableSlots] decoded
 };
 
 size_t device_value_table_bytes();

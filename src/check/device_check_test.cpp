@@ -26,13 +26,13 @@ namespace {
 
 // The device's value table (value_table_slot), built on the host from the
 // same formula the device's fill kernel evaluates.
-const double* host_value_table() {
-  static const std::vector<double> table = [] {
-    std::vector<double> t(kDeviceValueTableSlots);
+const uint16_t* host_value_table() {
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(kDeviceValueTableSlots);
     for (int f = 0; f < 2; ++f) {
       for (int k = 0; k < 4; ++k) {
         for (uint32_t i = 0; i < kValueTableSize; ++i) {
-          t[value_table_slot(f == 1, k, i)] = value_table_value(f == 1, k, i);
+          t[value_table_slot(f == 1, k, i)] = value_table_bits(f == 1, k, i);
         }
       }
     }
@@ -52,7 +52,7 @@ CallCheck device_arithmetic(const Case& c, int group_idx, int group_rank, int gl
   p.output = out.data();
   p.combined_lse = lse != nullptr ? lse->data() : nullptr;
   p.row_kinds = kinds.data();
-  p.values = host_value_table();
+  p.table = host_value_table();
   DeviceCheckResult r{};
   auto note = [&](int row, int dim, const ElementCheck& e) {
     ++r.num_mismatches;
