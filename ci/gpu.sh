@@ -380,6 +380,7 @@ step_perfdiag() {  # what bounds the device-checked run: one knob off at a time,
       "both-off::--observe off --mstress off" "sync-spin:DCP_SYNC=spin:" \
       "check-twice:DCP_STEP_TWICE=check:" "prep-twice:DCP_STEP_TWICE=prep:"; do
       local name=${v%%:*} rest=${v#*:}
+      [[ -z ${DIAG_ONLY:-} || " $DIAG_ONLY " == *" $name "* ]] || continue  # DIAG_ONLY="NAME ..."
       # shellcheck disable=SC2086
       env ${rest%%:*} "$BIN" stress --world "$w" --geometry kimi --mps on --duration "$d" --seed 11 \
         ${rest#*:} --json "$OUT/perfdiag-w$w-$name.json" >"$OUT/perfdiag-w$w-$name.log" 2>&1
@@ -426,9 +427,10 @@ step_checkbench() {  # the device check and the preparation alone, timed; ncu on
   fi
   cat "$OUT/checkbench-mps.txt"
   record "check bench on an MPS share" "$rc" $((SECONDS - start)) "$OUT/checkbench-mps.txt"
+  [[ ${CHECKBENCH_NCU:-1} == 1 ]] || return  # CHECKBENCH_NCU=0: no Nsight Compute
   command -v ncu >/dev/null 2>&1 || { echo "ncu: not installed" >"$OUT/checkbench-ncu.txt"; return; }
   start=$SECONDS
-  timeout 120 ncu -k 'regex:check_call|call_prep_kernel' --section SpeedOfLight \
+  timeout 90 ncu -k 'regex:check_call|call_prep_kernel' --section SpeedOfLight \
     --section Occupancy --section LaunchStats --section WarpStateStats --section ComputeWorkloadAnalysis \
     "$bench" --only 4,128 --reps 2 >"$OUT/checkbench-ncu.txt" 2>&1
   rc=$?
