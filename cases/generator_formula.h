@@ -87,8 +87,7 @@ DCP_HD uint16_t value_table_bits(bool bf16, int k, uint32_t i) {
   return bf16 ? float_to_bf16_bits(x) : float_to_fp16_bits(x);
 }
 DCP_HD double value_table_value(bool bf16, int k, uint32_t i) {
-  const uint16_t b = value_table_bits(bf16, k, i);
-  return bf16 ? check_math::bf16_to_float(b) : check_math::fp16_to_float(b);
+  return check_math::half_to_float(bf16, value_table_bits(bf16, k, i));
 }
 
 // One source's partial_output ([T, token_stride] 16-bit elements) as the

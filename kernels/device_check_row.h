@@ -82,8 +82,9 @@ DCP_HD ElementCheck check_element(const DeviceCheckParams& p, const CheckRow& r,
   const bool bf16 = p.out_format == 1;
   double want = 0, abs_sum = 0;
   for (int j = 0; j < r.count; ++j) {
-    const uint16_t b = p.table[value_table_slot(bf16, r.draw[j].scale_k, row_index(r.draw[j], d))];
-    const double x = bf16 ? cm::bf16_to_float(b) : cm::fp16_to_float(b);  // value_table_value
+    // value_table_value, read from the table's bits
+    const double x = cm::half_to_float(
+        bf16, p.table[value_table_slot(bf16, r.draw[j].scale_k, row_index(r.draw[j], d))]);
     want = cm::add(want, cm::mul(r.weight[j], x));
     abs_sum = cm::add(abs_sum, cm::mul(r.weight[j], cm::abs(x)));
   }
@@ -92,7 +93,7 @@ DCP_HD ElementCheck check_element(const DeviceCheckParams& p, const CheckRow& r,
   e.tol = r.any ? cm::element_tolerance(bf16 ? 7 : 10, bf16 ? 127 : 15, want, abs_sum, r.scale) : 0;
   const size_t i = static_cast<size_t>(row) * static_cast<size_t>(p.head_dim) + static_cast<size_t>(d);
   const uint16_t bits = static_cast<uint16_t>(p.output[2 * i] | p.output[2 * i + 1] << 8);
-  e.got = bf16 ? cm::bf16_to_float(bits) : cm::fp16_to_float(bits);
+  e.got = cm::half_to_float(bf16, bits);
   e.pass = cm::element_passes(e.got, e.want, e.tol);
   return e;
 }

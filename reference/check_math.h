@@ -221,5 +221,7 @@ DCP_HD float fp16_to_float(uint16_t h) {
   return bits_float(sign | (exp + 112u) << 23 | mant << 13);
 }
 DCP_HD float bf16_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
+// Either 16-bit format (bf16, else fp16) to float, exactly.
+DCP_HD float half_to_float(bool bf16, uint16_t b) { return bf16 ? bf16_to_float(b) : fp16_to_float(b); }
 
 }  // namespace dcp::check_math

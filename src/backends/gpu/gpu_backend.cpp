@@ -813,8 +813,9 @@ void GpuBackend::enqueue_inputs(const CallShape& sh, const CallInputs& in, CallS
   p.seq_bytes = sh.seq_bytes();
   p.region = region_of(sh, b);
   p.canary = kGuardCanary;
-  check(launch_call_prep(p, s), "prepare inputs, poison output, fill guards", false);
-  if (step_twice() == TwiceStep::kPrep) check(launch_call_prep(p, s), "prepare again", false);
+  for (int i = step_twice() == TwiceStep::kPrep ? 2 : 1; i > 0; --i) {
+    check(launch_call_prep(p, s), "prepare inputs, poison output, fill guards", false);
+  }
 }
 
 // The slow producer's parameters; it reads the token flags and the LSE bytes
@@ -887,13 +888,12 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     const launch_observer::Unobserved ours;
     auto* result = static_cast<DeviceCheckResult*>(st.check_result.data());
     result->written = 0;  // collect refuses a result this check did not write
-    check(launch_device_check(p, region, kGuardCanary, b.check_scratch.data(),
-                              b.check_scratch.bytes(), b.check_zeroed, result, s),
-          "device check", false);
-    if (step_twice() == TwiceStep::kCheck) {  // the first left the scratch zero
+    bool zeroed = b.check_zeroed;
+    for (int i = step_twice() == TwiceStep::kCheck ? 2 : 1; i > 0; --i) {
       check(launch_device_check(p, region, kGuardCanary, b.check_scratch.data(),
-                                b.check_scratch.bytes(), true, result, s),
-            "device check again", false);
+                                b.check_scratch.bytes(), zeroed, result, s),
+            "device check", false);
+      zeroed = true;  // a second check (stream-ordered) finds the scratch the first left zero
     }
     b.check_zeroed = false;  // until the check is seen complete (collect)
     trace.mark("device check");
