@@ -1,8 +1,9 @@
 // The device checker (device_check.h): one kernel on the call's stream.
 //   blocks [0, row_blocks): one warp per (token, head) row, grid-stride over
 //               those blocks: the row's weights (device_check_row.h), then
-//               every element, lane by lane; counts per block, one atomic add
-//               each; a row with a mismatch sets its bit in the row flags.
+//               every element, a lane's 8 at once (their table reads
+//               together); counts per block, one atomic add each; a
+//               row with a mismatch sets its bit in the row flags.
 //   blocks [row_blocks, ...): the digest's 64 KiB supers of the output, then
 //               of the combined LSE, four per block: a thread per 1 KiB
 //               block, folded by the super's first thread (output_digest.h).
@@ -101,13 +102,19 @@ __device__ void check_some_rows(const DeviceCheckParams& p, const Scratch& s, in
         row_bad = true;
       }
     }
-    for (int d = lane; d < p.head_dim; d += 32) {
-      const ElementCheck e = check_element(p, r, row, d);
-      ++checked;
-      if (!e.pass) {
-        ++bad;
-        nan += check_math::is_nan(e.got);
-        row_bad = true;
+    for (int d0 = lane; d0 < p.head_dim; d0 += 32 * kCheckElementBatch) {
+      const int left = (p.head_dim - d0 + 31) / 32;  // this lane's dims from d0, >= 1
+      const int n = left < kCheckElementBatch ? left : kCheckElementBatch;
+      ElementCheck e[kCheckElementBatch];
+      check_elements<kCheckElementBatch>(p, r, row, d0, 32, n, e);
+      DCP_UNROLL for (int k = 0; k < kCheckElementBatch; ++k) {
+        if (k >= n) break;
+        ++checked;
+        if (!e[k].pass) {
+          ++bad;
+          nan += check_math::is_nan(e[k].got);
+          row_bad = true;
+        }
       }
     }
     if (__any_sync(0xFFFFFFFFu, row_bad) && lane == 0) {
@@ -134,6 +141,24 @@ __device__ void check_some_rows(const DeviceCheckParams& p, const Scratch& s, in
   }
 }
 
+// digest_block of a whole block at a 16-byte-aligned p: the same rounds, its
+// loads 128 bytes at a time (eight in flight, not one word after another).
+__device__ uint64_t digest_whole_block(const uint8_t* p) {
+  constexpr int kLoads = 8;  // 16 bytes each: four rounds
+  DigestLanes lanes(kFnvOffset);
+  const auto* q = reinterpret_cast<const uint4*>(p);
+  for (size_t i = 0; i < kDigestBlock / 16; i += kLoads) {
+    uint4 v[kLoads];
+    DCP_UNROLL for (int k = 0; k < kLoads; ++k) v[k] = q[i + k];
+    const auto lo = [](uint32_t a, uint32_t b) { return static_cast<uint64_t>(a) | uint64_t{b} << 32; };
+    DCP_UNROLL for (int k = 0; k < kLoads; k += 2) {
+      lanes.round(lo(v[k].x, v[k].y), lo(v[k].z, v[k].w), lo(v[k + 1].x, v[k + 1].y),
+                  lo(v[k + 1].z, v[k + 1].w));
+    }
+  }
+  return lanes.finish(kFnvOffset, kDigestBlock);
+}
+
 // Supers [4 (block - row_blocks), +4) of the output's, then the LSE's.
 __device__ void hash_some_supers(const Scratch& s, const OutputRegion& region, int row_blocks) {
   __shared__ uint64_t blocks[kCheckThreads];
@@ -150,7 +175,11 @@ __device__ void hash_some_supers(const Scratch& s, const OutputRegion& region, i
   const size_t super = is_out ? index : index - out_supers;
   const size_t nb = digest_blocks(n);
   const size_t b = super * kBlocksPerSuper + local;
-  if (index < all && b < nb) blocks[threadIdx.x] = digest_block(p, n, b);
+  if (index < all && b < nb) {
+    const uint8_t* at = p + b * kDigestBlock;
+    const bool whole = n - b * kDigestBlock >= kDigestBlock && reinterpret_cast<uintptr_t>(at) % 16 == 0;
+    blocks[threadIdx.x] = whole ? digest_whole_block(at) : digest_block(p, n, b);
+  }
   __syncthreads();
   if (index >= all || local != 0) return;
   const size_t first = super * kBlocksPerSuper;

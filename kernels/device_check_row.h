@@ -76,25 +76,59 @@ struct ElementCheck {
   bool pass = false;
 };
 
-// Element d of `row` (after check_row_setup).
-DCP_HD ElementCheck check_element(const DeviceCheckParams& p, const CheckRow& r, int row, int d) {
+// Elements d0, d0 + step, ..., n <= N of them, of `row` (after
+// check_row_setup), each as the CPU checker does it: the weighted sum from +0
+// in source order, the tolerance, the test. Every source's N table reads are
+// issued together (they are independent across elements): a warp checking a
+// row waits on one table read per source and batch, not one per element.
+// The same bits for any N (check_element is N = 1).
+template <int N>
+DCP_HD void check_elements(const DeviceCheckParams& p, const CheckRow& r, int row, int d0,
+                           int step, int n, ElementCheck* e) {
   namespace cm = check_math;
   const bool bf16 = p.out_format == 1;
-  double want = 0, abs_sum = 0;
-  for (int j = 0; j < r.count; ++j) {
-    // value_table_value, read from the table's bits
-    const double x = cm::half_to_float(
-        bf16, p.table[value_table_slot(bf16, r.draw[j].scale_k, row_index(r.draw[j], d))]);
-    want = cm::add(want, cm::mul(r.weight[j], x));
-    abs_sum = cm::add(abs_sum, cm::mul(r.weight[j], cm::abs(x)));
+  const size_t row_at = static_cast<size_t>(row) * static_cast<size_t>(p.head_dim);
+  uint16_t got[N];
+  double want[N], abs_sum[N];
+  DCP_UNROLL for (int k = 0; k < N; ++k) {
+    const size_t i = row_at + static_cast<size_t>(k < n ? d0 + k * step : d0);
+    got[k] = static_cast<uint16_t>(p.output[2 * i] | p.output[2 * i + 1] << 8);
+    want[k] = 0;
+    abs_sum[k] = 0;
   }
+  for (int j = 0; j < r.count; ++j) {
+    const RowDraw draw = r.draw[j];
+    const double w = r.weight[j];
+    uint16_t bits[N];  // value_table_value's bits; any index is in the table
+    DCP_UNROLL for (int k = 0; k < N; ++k) {
+      bits[k] = p.table[value_table_slot(bf16, draw.scale_k, row_index(draw, d0 + k * step))];
+    }
+    DCP_UNROLL for (int k = 0; k < N; ++k) {
+      const double x = cm::half_to_float(bf16, bits[k]);
+      want[k] = cm::add(want[k], cm::mul(w, x));
+      abs_sum[k] = cm::add(abs_sum[k], cm::mul(w, cm::abs(x)));
+    }
+  }
+  DCP_UNROLL for (int k = 0; k < N; ++k) {
+    if (k >= n) break;
+    e[k].want = want[k];
+    e[k].tol = r.any ? cm::element_tolerance(bf16 ? 7 : 10, bf16 ? 127 : 15, want[k], abs_sum[k],
+                                             r.scale)
+                     : 0;
+    e[k].got = cm::half_to_float(bf16, got[k]);
+    e[k].pass = cm::element_passes(e[k].got, e[k].want, e[k].tol);
+  }
+}
+
+// The device checker's batch: a lane checks dims d, d + 32, ..., d + 7 * 32
+// of a row at once (two batches for a 512-wide row; more costs registers,
+// hence blocks per SM).
+constexpr int kCheckElementBatch = 8;
+
+// Element d of `row` (after check_row_setup).
+DCP_HD ElementCheck check_element(const DeviceCheckParams& p, const CheckRow& r, int row, int d) {
   ElementCheck e;
-  e.want = want;
-  e.tol = r.any ? cm::element_tolerance(bf16 ? 7 : 10, bf16 ? 127 : 15, want, abs_sum, r.scale) : 0;
-  const size_t i = static_cast<size_t>(row) * static_cast<size_t>(p.head_dim) + static_cast<size_t>(d);
-  const uint16_t bits = static_cast<uint16_t>(p.output[2 * i] | p.output[2 * i + 1] << 8);
-  e.got = cm::half_to_float(bf16, bits);
-  e.pass = cm::element_passes(e.got, e.want, e.tol);
+  check_elements<1>(p, r, row, d, 1, 1, &e);
   return e;
 }
 

@@ -48,25 +48,46 @@ DCP_HD uint64_t digest_load_le64(const uint8_t* p) {
 #endif
 }
 
+// The lanes hash's state: four xxHash64-style lanes, each fed every fourth
+// 8-byte word (digest_lanes; the device's full blocks, device_check.cu).
+struct DigestLanes {
+  uint64_t v[4];
+  DCP_HD explicit DigestLanes(uint64_t hash)
+      : v{hash + kLaneMul1 + kLaneMul2, hash + kLaneMul2, hash, hash - kLaneMul1} {}
+  // The next 32 bytes, as four little-endian words.
+  DCP_HD void round(uint64_t w0, uint64_t w1, uint64_t w2, uint64_t w3) {
+    v[0] = digest_lane_round(v[0], w0);
+    v[1] = digest_lane_round(v[1], w1);
+    v[2] = digest_lane_round(v[2], w2);
+    v[3] = digest_lane_round(v[3], w3);
+  }
+  // The digest of n bytes so fed, continued from `hash`.
+  DCP_HD uint64_t finish(uint64_t hash, size_t n) const {
+    hash = hash_in(hash, n);
+    for (uint64_t lane : v) hash = hash_in(hash, lane);
+    return hash;
+  }
+};
+
 // The lanes hash of p[0, n), continued from `hash`.
 DCP_HD uint64_t digest_lanes(uint64_t hash, const uint8_t* p, size_t n) {
-  uint64_t lanes[4] = {hash + kLaneMul1 + kLaneMul2, hash + kLaneMul2, hash, hash - kLaneMul1};
+  DigestLanes lanes(hash);
   size_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    for (int k = 0; k < 4; ++k) lanes[k] = digest_lane_round(lanes[k], digest_load_le64(p + i + 8 * k));
+    lanes.round(digest_load_le64(p + i), digest_load_le64(p + i + 8), digest_load_le64(p + i + 16),
+                digest_load_le64(p + i + 24));
   }
   if (i < n) {
     uint8_t tail[32] = {};
     for (size_t j = 0; j < n - i; ++j) tail[j] = p[i + j];
+    uint64_t w[4];
     for (int k = 0; k < 4; ++k) {
-      uint64_t w = 0;
-      for (int b = 7; b >= 0; --b) w = w << 8 | tail[8 * k + b];
-      lanes[k] = digest_lane_round(lanes[k], w);
+      w[k] = 0;
+      for (int b = 7; b >= 0; --b) w[k] = w[k] << 8 | tail[8 * k + b];
     }
+    lanes.round(w[0], w[1], w[2], w[3]);
   }
-  hash = hash_in(hash, n);
-  for (uint64_t lane : lanes) hash = hash_in(hash, lane);
-  return hash;
+  return lanes.finish(hash, n);
 }
 
 // Blocks and supers of an n-byte buffer.

@@ -7,3 +7,11 @@
 #else
 #define DCP_HD inline
 #endif
+
+// DCP_UNROLL before a loop of constant trip count: unrolled on the device
+// (registers, not local memory, for arrays it indexes); nothing on the host.
+#ifdef __CUDA_ARCH__
+#define DCP_UNROLL _Pragma("unroll")
+#else
+#define DCP_UNROLL
+#endif

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -41,6 +42,12 @@ const uint16_t* host_value_table() {
   return table.data();
 }
 
+bool same_bits(const ElementCheck& a, const ElementCheck& b) {
+  const auto bits = [](double x) { return check_math::dbits(x); };
+  return bits(a.got) == bits(b.got) && bits(a.want) == bits(b.want) && bits(a.tol) == bits(b.tol) &&
+         a.pass == b.pass;
+}
+
 // The device checker's kernel, as a host loop: rows in order, per row the
 // combined LSE then the dims, counting as its row blocks do and reporting as
 // its last block does (flagged rows in order, up to kDeviceCheckReported).
@@ -67,8 +74,21 @@ CallCheck device_arithmetic(const Case& c, int group_idx, int group_rank, int gl
       ++r.num_checked;
       if (!e.pass) note(row, -1, e);
     }
+    // Counted as the kernel's lanes batch them (check_elements), noted in
+    // dim order as its report does it (check_element): the same bits.
+    std::vector<ElementCheck> es(static_cast<size_t>(p.head_dim));
+    for (int lane = 0; lane < 32; ++lane) {
+      for (int d0 = lane; d0 < p.head_dim; d0 += 32 * kCheckElementBatch) {
+        const int n = std::min(kCheckElementBatch, (p.head_dim - d0 + 31) / 32);
+        ElementCheck batch[kCheckElementBatch];
+        check_elements<kCheckElementBatch>(p, cr, row, d0, 32, n, batch);
+        for (int k = 0; k < n; ++k) es[static_cast<size_t>(d0 + 32 * k)] = batch[k];
+      }
+    }
     for (int d = 0; d < p.head_dim; ++d) {
-      const ElementCheck e = check_element(p, cr, row, d);
+      const ElementCheck& e = es[static_cast<size_t>(d)];
+      const ElementCheck one = check_element(p, cr, row, d);
+      if (!same_bits(e, one)) FAIL_CHECK("row " << row << " dim " << d << ": batch and single differ");
       ++r.num_checked;
       if (!e.pass) note(row, d, e);
     }

@@ -110,6 +110,24 @@ class Stream {
   cudaStream_t s_ = nullptr;
 };
 
+// An event for ordering only (no timing).
+class OrderEvent {
+ public:
+  OrderEvent() = default;
+  ~OrderEvent() {
+    if (e_ != nullptr) cudaEventDestroy(e_);
+  }
+  OrderEvent(const OrderEvent&) = delete;
+  OrderEvent& operator=(const OrderEvent&) = delete;
+  void create(int rank) {
+    CUDA_CHECK(rank, HarnessError, cudaEventCreateWithFlags(&e_, cudaEventDisableTiming));
+  }
+  cudaEvent_t get() const { return e_; }
+
+ private:
+  cudaEvent_t e_ = nullptr;
+};
+
 class GraphExec {
  public:
   GraphExec() = default;

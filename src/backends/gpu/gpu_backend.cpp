@@ -314,8 +314,12 @@ class GpuBackend final : public RankBackend {
   }
   void check_guards(const CallShape& sh, const CallInputs& in, const CallStaging& st,
                     std::vector<std::string>* out) const;
+  // The payload regions' tail guards: copied into tails_host_ on stream 0
+  // after every stream's work so far (enqueue_region_tails, before a batch's
+  // last wait: no round trip of its own), then compared with the canary
+  // (check_region_tails, which copies them itself when none are pending).
+  void enqueue_region_tails();
   void check_region_tails(std::vector<std::string>* out);
-  void check_region_tail(const MappedRegion& m, std::vector<std::string>* out);
   void churn_after_capture(const CallShape& sh, cudaStream_t s);
   void check_churn(std::vector<std::string>* out);
 
@@ -323,6 +327,9 @@ class GpuBackend final : public RankBackend {
   size_t guard_ = 0;               // bytes of each output guard zone
   const Case* current_ = nullptr;  // for messages, valid during run_batch
   std::array<Stream, kMaxSlots> streams_;
+  std::array<OrderEvent, kMaxSlots> joins_;  // stream i's work so far, for stream 0
+  PinnedBuffer tails_host_;                   // the tail guards, region after region
+  bool tails_pending_ = false;                // tails_host_ is being filled for this batch
   // Status record: device pointer for the kernel, host pointer for messages.
   WaitStatus* status_dev_ = nullptr;
   WaitStatus* status_host_ = nullptr;
@@ -372,6 +379,7 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
   // The op's streams come first: SM pressure (whose blocks may wait for SMs
   // under MPS) never delays the op's launches, it only takes SMs.
   for (Stream& s : streams_) s.create(rank, /*greatest_priority=*/true);
+  for (OrderEvent& e : joins_) e.create(rank);
   for (size_t i = 0; i < streams_.size(); ++i) {
     launch_observer::name_stream(streams_[i].get(), fmt::format("dcp{} slot {}", cfg_.dcp_size, i));
   }
@@ -1034,8 +1042,10 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
     if (verdict) outputs.back().set_device_verdict(*verdict);
     clock.lap(phases.collect_ms);
   };
-  auto wait = [&] {
+  tails_pending_ = false;
+  auto wait = [&](bool last) {  // last: the batch's last wait, its tails copied first
     PhaseClock clock;
+    if (last) enqueue_region_tails();
     sync_all();
     clock.lap(phases.wait_ms);
   };
@@ -1049,7 +1059,7 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
       kick_memory_stress(c, 1);
       setup_clock.lap(phases.setup_ms);
       enqueue_call(sh, in, staging_[0], eager_buffers_, stream_for(in.slot), nullptr, &phases);
-      wait();
+      wait(&in == &batch.calls.back());
       collect(staging_[0], in, eager_buffers_);
     }
   } else if (batch.mode == ExecMode::kPipelined) {
@@ -1062,7 +1072,7 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
       enqueue_call(sh, batch.calls[i], staging_[i], pipe_buffers_[i],
                    stream_for(batch.calls[i].slot), nullptr, &phases);
     }
-    wait();
+    wait(true);
     for (size_t i = 0; i < n; ++i) collect(staging_[i], batch.calls[i], pipe_buffers_[i]);
   } else {
     std::vector<CallBuffers*> used(n);
@@ -1080,7 +1090,7 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
           // Every rank runs the case's calls in the same order, so this extra
           // call (its output discarded) lines up across the group too.
           enqueue_call(sh, in, staging_[i], g.buffers, s, nullptr, &phases);
-          wait();
+          wait(false);
         }
         PhaseClock clock;
         capture(g, sh, make_launch(sh, in.slot, g.buffers), s, in.context);
@@ -1092,7 +1102,7 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
       enqueue_call(sh, in, staging_[i], g.buffers, s, g.exec.get(), &phases);
       used[i] = &g.buffers;
     }
-    wait();
+    wait(true);
     for (size_t i = 0; i < n; ++i) {
       const bool reused = std::find(used.begin() + static_cast<std::ptrdiff_t>(i) + 1, used.end(),
                                     used[i]) != used.end();
@@ -1171,23 +1181,50 @@ void GpuBackend::check_guards(const CallShape& sh, const CallInputs& in, const C
 
 // The tail past each payload region on this rank (peers write into it):
 // compared after every batch, refilled when damaged.
-void GpuBackend::check_region_tails(std::vector<std::string>* out) {
+void GpuBackend::enqueue_region_tails() {
+  size_t total = 0;
   for (const KernelContext& k : contexts_) {
-    for (const MappedRegion& m : k.regions) check_region_tail(m, out);
+    for (const MappedRegion& m : k.regions) total += m.tail_guard;
   }
+  if (total == 0) return;
+  tails_host_.ensure(total, cfg_.global_rank);
+  const cudaStream_t s0 = streams_[0].get();
+  for (size_t i = 1; i < streams_.size(); ++i) {
+    check(cudaEventRecord(joins_[i].get(), streams_[i].get()), "record a stream's work", false);
+    check(cudaStreamWaitEvent(s0, joins_[i].get(), 0), "order the region tails' copy", false);
+  }
+  auto* to = static_cast<uint8_t*>(tails_host_.data());
+  for (const KernelContext& k : contexts_) {
+    for (const MappedRegion& m : k.regions) {
+      if (m.tail_guard == 0) continue;
+      const auto* tail = static_cast<const uint8_t*>(m.peers[cfg_.group_rank]) + m.request.bytes;
+      check(cudaMemcpyAsync(to, tail, m.tail_guard, cudaMemcpyDeviceToHost, s0),
+            "copy region tail", false);
+      to += m.tail_guard;
+    }
+  }
+  tails_pending_ = true;
 }
 
-void GpuBackend::check_region_tail(const MappedRegion& m, std::vector<std::string>* out) {
-  if (m.tail_guard == 0) return;
-  uint8_t* tail = static_cast<uint8_t*>(m.peers[cfg_.group_rank]) + m.request.bytes;
-  std::vector<uint8_t> host(m.tail_guard);
-  check(cudaMemcpy(host.data(), tail, m.tail_guard, cudaMemcpyDeviceToHost), "copy region tail",
-        false);
-  const std::string damage =
-      describe_guard_damage(m.request.name, nullptr, host.data(), m.tail_guard);
-  if (damage.empty()) return;
-  if (out != nullptr) out->push_back(fmt::format("after the batch: {}", damage));
-  check(cudaMemset(tail, kGuardCanary, m.tail_guard), "refill region tail", false);
+void GpuBackend::check_region_tails(std::vector<std::string>* out) {
+  if (!tails_pending_) {
+    enqueue_region_tails();
+    if (!tails_pending_) return;  // no payload region
+    check(cudaStreamSynchronize(streams_[0].get()), "copy region tails", false);
+  }
+  tails_pending_ = false;
+  const auto* from = static_cast<const uint8_t*>(tails_host_.data());
+  for (const KernelContext& k : contexts_) {
+    for (const MappedRegion& m : k.regions) {
+      if (m.tail_guard == 0) continue;
+      const std::string damage = describe_guard_damage(m.request.name, nullptr, from, m.tail_guard);
+      from += m.tail_guard;
+      if (damage.empty()) continue;
+      if (out != nullptr) out->push_back(fmt::format("after the batch: {}", damage));
+      uint8_t* tail = static_cast<uint8_t*>(m.peers[cfg_.group_rank]) + m.request.bytes;
+      check(cudaMemset(tail, kGuardCanary, m.tail_guard), "refill region tail", false);
+    }
+  }
 }
 
 // Allocation churn (alloc_churn.h), on the call's stream right after a capture.
