@@ -1,9 +1,10 @@
 // The device checker (device_check.h): one kernel on the call's stream.
-//   blocks [0, row_blocks): one warp per (token, head) row, grid-stride over
-//               those blocks: the row's weights (device_check_row.h), then
-//               every element, a lane's 8 at once (their table reads
-//               together); counts per block, one atomic add each; a
-//               row with a mismatch sets its bit in the row flags.
+//   blocks [0, row_blocks): a warp per part of a (token, head) row (1 to 4
+//               parts: check_warps_per_row), grid-stride over those blocks:
+//               the row's weights (device_check_row.h, the per-source parts
+//               a lane each), then the part's elements, a lane's 8 at once
+//               (their table reads together); counts per block, one atomic
+//               add each; a row with a mismatch sets its bit in the flags.
 //   blocks [row_blocks, ...): the digest's 64 KiB supers of the output, then
 //               of the combined LSE, four per block: a thread per 1 KiB
 //               block, folded by the super's first thread (output_digest.h).
@@ -83,17 +84,34 @@ __device__ void check_some_rows(const DeviceCheckParams& p, const Scratch& s, in
   __syncthreads();
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int rows = p.num_tokens * p.heads;
+  const int parts = check_warps_per_row(rows);
+  const int w = p.dcp_size;
   unsigned long long checked = 0, bad = 0, nan = 0;
-  for (int row = blockIdx.x * kWarps + static_cast<int>(threadIdx.x / 32); row < rows;
-       row += row_blocks * kWarps) {
-    // Lane s draws source s's LSE (source_l2), every lane gathers them.
-    const double mine = lane < p.dcp_size ? source_l2(p, row, lane) : 0.0;
-    double l2[kDeviceCheckMaxSources];
-    for (int src = 0; src < p.dcp_size; ++src) l2[src] = __shfl_sync(0xFFFFFFFFu, mine, src);
+  for (int task = blockIdx.x * kWarps + static_cast<int>(threadIdx.x / 32); task < rows * parts;
+       task += row_blocks * kWarps) {
+    const int row = task / parts, part = task % parts;
+    // The per-source setup a lane each (source_l2, then source_term and
+    // source_draw), gathered by every lane for check_row_finish.
+    double l2[kDeviceCheckMaxSources], term[kDeviceCheckMaxSources];
+    RowDraw draw[kDeviceCheckMaxSources];
+    const double l2_mine = lane < w ? source_l2(p, row, lane) : check_math::neg_inf();
+    for (int src = 0; src < w; ++src) l2[src] = __shfl_sync(0xFFFFFFFFu, l2_mine, src);
+    const double m = check_math::max_l2_of(w, l2);
+    double term_mine = 0;
+    RowDraw draw_mine;
+    if (lane < w) {
+      term_mine = source_term(l2_mine, m);
+      draw_mine = source_draw(p, row, lane);
+    }
+    for (int src = 0; src < w; ++src) {
+      term[src] = __shfl_sync(0xFFFFFFFFu, term_mine, src);
+      draw[src].offset = __shfl_sync(0xFFFFFFFFu, draw_mine.offset, src);
+      draw[src].scale_k = __shfl_sync(0xFFFFFFFFu, draw_mine.scale_k, src);
+    }
     CheckRow r;
-    check_row_from_l2(p, row, l2, r);
+    check_row_finish(p, l2, term, draw, r);
     bool row_bad = false;
-    if (p.combined_lse != nullptr && lane == 0) {
+    if (p.combined_lse != nullptr && part == 0 && lane == 0) {
       const ElementCheck e = check_row_lse(p, r, row);
       ++checked;
       if (!e.pass) {
@@ -102,11 +120,11 @@ __device__ void check_some_rows(const DeviceCheckParams& p, const Scratch& s, in
         row_bad = true;
       }
     }
-    for (int d0 = lane; d0 < p.head_dim; d0 += 32 * kCheckElementBatch) {
-      const int left = (p.head_dim - d0 + 31) / 32;  // this lane's dims from d0, >= 1
-      const int n = left < kCheckElementBatch ? left : kCheckElementBatch;
+    const PartDims dims = check_row_part_dims(parts, part, lane);
+    for (int first = dims.first; first < p.head_dim; first += dims.step * kCheckElementBatch) {
+      const int n = check_batch_size(p.head_dim, first, dims.step);
       ElementCheck e[kCheckElementBatch];
-      check_elements<kCheckElementBatch>(p, r, row, d0, 32, n, e);
+      check_elements<kCheckElementBatch>(p, r, row, first, dims.step, n, e);
       DCP_UNROLL for (int k = 0; k < kCheckElementBatch; ++k) {
         if (k >= n) break;
         ++checked;
@@ -309,7 +327,8 @@ cudaError_t launch_device_check(const DeviceCheckParams& params, const OutputReg
     const cudaError_t err = cudaMemsetAsync(scratch, 0, scratch_bytes, stream);
     if (err != cudaSuccess) return err;
   }
-  int row_blocks = rows > 0 ? (rows + kWarps - 1) / kWarps : 1;
+  const int tasks = rows * check_warps_per_row(rows);
+  int row_blocks = tasks > 0 ? (tasks + kWarps - 1) / kWarps : 1;
   if (row_blocks > 1024) row_blocks = 1024;
   const size_t supers = digest_supers(region.out_bytes) +
                         (region.lse_bytes > 0 ? digest_supers(region.lse_bytes) : 0);

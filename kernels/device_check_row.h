@@ -30,9 +30,13 @@ DCP_HD int row_head(const DeviceCheckParams& p, int row) {
   return p.group_rank * p.heads + row % p.heads;
 }
 
-// Source s's LSE of `row` as stored, in base 2 (check_math::effective_l2):
-// the costly part of a row's setup, one source at a time (on the device, a
-// lane per source).
+// A row's setup is per source, then for the whole row. Per source (on the
+// device a lane each; the costly part): its LSE as stored in base 2
+// (source_l2), then, once the largest l2 m is known, its weight term
+// (source_term) and where its row reads the table (source_draw). Then
+// check_row_finish, on every lane, from the W of each.
+
+// Source s's LSE of `row` as stored, in base 2 (check_math::effective_l2).
 DCP_HD double source_l2(const DeviceCheckParams& p, int row, int s) {
   const int t = row / p.heads;
   const auto kind = static_cast<LseRowKind>(p.row_kinds[s * p.num_tokens + t]);
@@ -41,34 +45,58 @@ DCP_HD double source_l2(const DeviceCheckParams& p, int row, int s) {
   return check_math::effective_l2(lse, kind == LseRowKind::kMasked, p.base_e);
 }
 
-// The rest of the setup from every source's l2 (source_l2, [dcp_size]).
-DCP_HD void check_row_from_l2(const DeviceCheckParams& p, int row, const double* l2, CheckRow& r) {
+// Source l2's unnormalised weight against the row's largest l2 m (0 when
+// every source is masked: m == -inf).
+DCP_HD double source_term(double l2, double m) {
+  return m > check_math::neg_inf() ? check_math::weight_term(l2, m) : 0;
+}
+
+// Where source s's row reads the value table.
+DCP_HD RowDraw source_draw(const DeviceCheckParams& p, int row, int s) {
+  const uint64_t wh = static_cast<uint64_t>(p.dcp_size) * static_cast<uint64_t>(p.heads);
+  return row_draw(p.row_key[s], static_cast<uint64_t>(row / p.heads) * wh + row_head(p, row));
+}
+
+// The row's weights, bounds and combined LSE from every source's l2, term
+// and draw ([dcp_size] each): check_math::combine_weights and combined_lse
+// with the terms given (the same bits).
+DCP_HD void check_row_finish(const DeviceCheckParams& p, const double* l2, const double* term,
+                             const RowDraw* draw, CheckRow& r) {
   namespace cm = check_math;
-  const int t = row / p.heads;
-  const int head = row_head(p, row);
   const int w = p.dcp_size;
+  const double m = cm::max_l2_of(w, l2);
   double weight[kDeviceCheckMaxSources];
-  double max_l2 = 0, magnitude = 0;
-  r.any = cm::combine_weights(w, l2, weight, &max_l2, &magnitude);
+  double magnitude = 0;
+  r.any = m > cm::neg_inf();
+  if (r.any) {
+    cm::combine_weights_from_terms(w, l2, m, term, weight, &magnitude);
+  } else {
+    for (int s = 0; s < w; ++s) weight[s] = 0;
+  }
   r.scale = cm::bound_scale(w, magnitude);
-  r.lse_want = cm::combined_lse(w, l2, max_l2, r.any, p.base_e);
+  r.lse_want = cm::combined_lse_from_terms(w, l2, term, m, r.any, p.base_e);
   r.lse_tol = r.any ? cm::combined_lse_tolerance(r.lse_want, w, magnitude) : 0;
   r.count = 0;
-  const uint64_t wh = static_cast<uint64_t>(w) * static_cast<uint64_t>(p.heads);
   for (int s = 0; s < w; ++s) {
     if (!(weight[s] > 0)) continue;  // never read: may be NaN garbage
     r.weight[r.count] = weight[s];
-    r.draw[r.count] = row_draw(p.row_key[s], static_cast<uint64_t>(t) * wh + head);
+    r.draw[r.count] = draw[s];
     ++r.count;
   }
 }
 
 // A row's setup, one source after another (the host's order; the device
-// spreads source_l2 over a warp's lanes and gets the same bits).
+// spreads the per-source parts over a warp's lanes and gets the same bits).
 DCP_HD void check_row_setup(const DeviceCheckParams& p, int row, CheckRow& r) {
-  double l2[kDeviceCheckMaxSources];
+  double l2[kDeviceCheckMaxSources], term[kDeviceCheckMaxSources];
+  RowDraw draw[kDeviceCheckMaxSources];
   for (int s = 0; s < p.dcp_size; ++s) l2[s] = source_l2(p, row, s);
-  check_row_from_l2(p, row, l2, r);
+  const double m = check_math::max_l2_of(p.dcp_size, l2);
+  for (int s = 0; s < p.dcp_size; ++s) {
+    term[s] = source_term(l2[s], m);
+    draw[s] = source_draw(p, row, s);
+  }
+  check_row_finish(p, l2, term, draw, r);
 }
 
 struct ElementCheck {
@@ -124,6 +152,27 @@ DCP_HD void check_elements(const DeviceCheckParams& p, const CheckRow& r, int ro
 // of a row at once (two batches for a 512-wide row; more costs registers,
 // hence blocks per SM).
 constexpr int kCheckElementBatch = 8;
+
+// Warps per row: a warp's work is a chain of dependent float64 operations,
+// so latency bounds it; a call of few rows (small T) splits each row's dims
+// over up to 4 warps to spread over more of them. Part q of a row checks
+// dims 32 q + lane, stepping by 32 * warps (check_row_part_dims).
+DCP_HD int check_warps_per_row(int rows) { return rows >= 256 ? 1 : rows >= 64 ? 2 : 4; }
+// A lane's dims in part q of a row: first, first + step, ... < head_dim.
+struct PartDims {
+  int first = 0, step = 32;
+};
+DCP_HD PartDims check_row_part_dims(int warps_per_row, int part, int lane) {
+  PartDims d;
+  d.first = 32 * part + lane;
+  d.step = 32 * warps_per_row;
+  return d;
+}
+// How many of a lane's dims from `first` (stepping by `step`) one batch takes.
+DCP_HD int check_batch_size(int head_dim, int first, int step) {
+  const int left = (head_dim - first + step - 1) / step;
+  return left < kCheckElementBatch ? left : kCheckElementBatch;
+}
 
 // Element d of `row` (after check_row_setup).
 DCP_HD ElementCheck check_element(const DeviceCheckParams& p, const CheckRow& r, int row, int d) {

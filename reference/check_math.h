@@ -131,14 +131,39 @@ DCP_HD double effective_l2(double lse, bool masked, bool base_e) {
   return base_e ? mul(lse, kLog2e) : lse;
 }
 
+// The largest of l2[0, n) (-inf when n == 0 or all are -inf).
+DCP_HD double max_l2_of(int n, const double* l2) {
+  double m = neg_inf();
+  for (int s = 0; s < n; ++s) m = max(m, l2[s]);
+  return m;
+}
+
+// One source's unnormalised weight 2^(l2 - m) for the largest l2 m (finite):
+// 0 for l2 == -inf. The costly part of a row's weights, one source at a time
+// (on the device, a lane per source).
+DCP_HD double weight_term(double l2, double m) { return exp2(sub(l2, m)); }
+
+// combine_weights from the terms (weight_term of each source against
+// m = max_l2_of, any when m > -inf; terms of -inf sources are 0).
+DCP_HD void combine_weights_from_terms(int n, const double* l2, double m, const double* term,
+                                       double* weight, double* lse_magnitude) {
+  double total = 0;
+  for (int s = 0; s < n; ++s) total = add(total, term[s]);
+  double max_abs = 0;
+  for (int s = 0; s < n; ++s) {
+    weight[s] = div(term[s], total);
+    if (weight[s] > 0) max_abs = max(max_abs, abs(l2[s]));
+  }
+  *lse_magnitude = add(max_abs, abs(m));
+}
+
 // The combine's weights from the sources' effective LSEs l2[0, n): weight[s] =
 // 2^(l2_s - m) / sum_j 2^(l2_j - m), summed in source order. Returns false
 // when every source is -inf (all-masked: weights 0, *max_l2 = 0). Sets
 // *lse_magnitude = max over weight > 0 of |l2_s|, plus |m| (checker.cpp).
 DCP_HD bool combine_weights(int n, const double* l2, double* weight, double* max_l2,
                             double* lse_magnitude) {
-  double m = neg_inf();
-  for (int s = 0; s < n; ++s) m = max(m, l2[s]);
+  const double m = max_l2_of(n, l2);
   *max_l2 = 0;
   *lse_magnitude = 0;
   if (m == neg_inf()) {
@@ -146,18 +171,22 @@ DCP_HD bool combine_weights(int n, const double* l2, double* weight, double* max
     return false;
   }
   *max_l2 = m;
-  double total = 0;
-  for (int s = 0; s < n; ++s) {
-    weight[s] = exp2(sub(l2[s], m));  // exp2(-inf) == 0: never read
-    total = add(total, weight[s]);
-  }
-  double max_abs = 0;
-  for (int s = 0; s < n; ++s) {
-    weight[s] = div(weight[s], total);
-    if (weight[s] > 0) max_abs = max(max_abs, abs(l2[s]));
-  }
-  *lse_magnitude = add(max_abs, abs(m));
+  for (int s = 0; s < n; ++s) weight[s] = weight_term(l2[s], m);  // exp2(-inf) == 0
+  combine_weights_from_terms(n, l2, m, weight, weight, lse_magnitude);
   return true;
+}
+
+// The float64 combined LSE of a row in its base (-inf when all-masked), from
+// the sources' terms against max_l2 (weight_term; read only where l2 > -inf).
+DCP_HD double combined_lse_from_terms(int n, const double* l2, const double* term, double max_l2,
+                                      bool any, bool base_e) {
+  if (!any) return neg_inf();
+  double sum = 0;
+  for (int s = 0; s < n; ++s) {
+    if (l2[s] > neg_inf()) sum = add(sum, term[s]);
+  }
+  const double l = add(max_l2, log2(sum));
+  return base_e ? mul(l, kLn2) : l;
 }
 
 // The float64 combined LSE of a row in its base (-inf when all-masked).
@@ -165,7 +194,7 @@ DCP_HD double combined_lse(int n, const double* l2, double max_l2, bool any, boo
   if (!any) return neg_inf();
   double sum = 0;
   for (int s = 0; s < n; ++s) {
-    if (l2[s] > neg_inf()) sum = add(sum, exp2(sub(l2[s], max_l2)));
+    if (l2[s] > neg_inf()) sum = add(sum, weight_term(l2[s], max_l2));
   }
   const double l = add(max_l2, log2(sum));
   return base_e ? mul(l, kLn2) : l;

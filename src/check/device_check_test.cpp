@@ -74,17 +74,27 @@ CallCheck device_arithmetic(const Case& c, int group_idx, int group_rank, int gl
       ++r.num_checked;
       if (!e.pass) note(row, -1, e);
     }
-    // Counted as the kernel's lanes batch them (check_elements), noted in
-    // dim order as its report does it (check_element): the same bits.
+    // Counted as the kernel's warps and lanes batch them (the row's parts,
+    // check_elements), each dim exactly once; noted in dim order as its
+    // report does it (check_element): the same bits.
     std::vector<ElementCheck> es(static_cast<size_t>(p.head_dim));
-    for (int lane = 0; lane < 32; ++lane) {
-      for (int d0 = lane; d0 < p.head_dim; d0 += 32 * kCheckElementBatch) {
-        const int n = std::min(kCheckElementBatch, (p.head_dim - d0 + 31) / 32);
-        ElementCheck batch[kCheckElementBatch];
-        check_elements<kCheckElementBatch>(p, cr, row, d0, 32, n, batch);
-        for (int k = 0; k < n; ++k) es[static_cast<size_t>(d0 + 32 * k)] = batch[k];
+    std::vector<int> seen(static_cast<size_t>(p.head_dim), 0);
+    const int parts = check_warps_per_row(p.num_tokens * p.heads);
+    for (int part = 0; part < parts; ++part) {
+      for (int lane = 0; lane < 32; ++lane) {
+        const PartDims dims = check_row_part_dims(parts, part, lane);
+        for (int first = dims.first; first < p.head_dim; first += dims.step * kCheckElementBatch) {
+          const int n = check_batch_size(p.head_dim, first, dims.step);
+          ElementCheck batch[kCheckElementBatch];
+          check_elements<kCheckElementBatch>(p, cr, row, first, dims.step, n, batch);
+          for (int k = 0; k < n; ++k) {
+            es[static_cast<size_t>(first + dims.step * k)] = batch[k];
+            ++seen[static_cast<size_t>(first + dims.step * k)];
+          }
+        }
       }
     }
+    if (std::count(seen.begin(), seen.end(), 1) != p.head_dim) FAIL_CHECK("row " << row << ": a dim not checked exactly once");
     for (int d = 0; d < p.head_dim; ++d) {
       const ElementCheck& e = es[static_cast<size_t>(d)];
       const ElementCheck one = check_element(p, cr, row, d);
@@ -145,6 +155,28 @@ std::vector<float> perturbed_lse(const Case& c, int group_idx, int group_rank, i
     }
   }
   return lse;
+}
+
+TEST_CASE("the device checker's warps and batches cover each dim of a row exactly once") {
+  for (int rows : {1, 16, 64, 255, 256, 2048}) {
+    const int parts = check_warps_per_row(rows);
+    for (int head_dim : {8, 40, 64, 128, 512, 576}) {
+      std::vector<int> seen(static_cast<size_t>(head_dim), 0);
+      for (int part = 0; part < parts; ++part) {
+        for (int lane = 0; lane < 32; ++lane) {
+          const PartDims d = check_row_part_dims(parts, part, lane);
+          for (int first = d.first; first < head_dim; first += d.step * kCheckElementBatch) {
+            const int n = check_batch_size(head_dim, first, d.step);
+            CHECK(n >= 1);
+            CHECK(n <= kCheckElementBatch);
+            for (int k = 0; k < n; ++k) ++seen[static_cast<size_t>(first + d.step * k)];
+          }
+        }
+      }
+      INFO("rows " << rows << ", head_dim " << head_dim);
+      CHECK(std::count(seen.begin(), seen.end(), 1) == head_dim);
+    }
+  }
 }
 
 TEST_CASE("the device checker's arithmetic agrees with the CPU checker bit for bit") {
