@@ -318,6 +318,7 @@ class GpuBackend final : public RankBackend {
   // after every stream's work so far (enqueue_region_tails, before a batch's
   // last wait: no round trip of its own), then compared with the canary
   // (check_region_tails, which copies them itself when none are pending).
+  size_t region_tails_bytes() const;  // every context's tail guards together
   void enqueue_region_tails();
   void check_region_tails(std::vector<std::string>* out);
   void churn_after_capture(const CallShape& sh, cudaStream_t s);
@@ -532,6 +533,8 @@ void GpuBackend::map_regions(KernelContext& k, const std::string& suffix,
     if (m.tail_guard > 0) {
       CUDA_CHECK(rank, HarnessError,
                  cudaMemset(static_cast<uint8_t*>(local) + q.bytes, kGuardCanary, m.tail_guard));
+      // Pinned here, with the region, never between a batch's launches and its sync.
+      tails_host_.ensure(region_tails_bytes(), rank);
     }
     // Dumped at a hang: the CONTROL regions, and LOCAL ones small enough to
     // be epochs or counters rather than staging.
@@ -1181,13 +1184,19 @@ void GpuBackend::check_guards(const CallShape& sh, const CallInputs& in, const C
 
 // The tail past each payload region on this rank (peers write into it):
 // compared after every batch, refilled when damaged.
-void GpuBackend::enqueue_region_tails() {
+size_t GpuBackend::region_tails_bytes() const {
   size_t total = 0;
   for (const KernelContext& k : contexts_) {
     for (const MappedRegion& m : k.regions) total += m.tail_guard;
   }
+  return total;
+}
+
+void GpuBackend::enqueue_region_tails() {
+  const size_t total = region_tails_bytes();
   if (total == 0) return;
-  tails_host_.ensure(total, cfg_.global_rank);
+  DCP_CHECK(total <= tails_host_.bytes(), HarnessError,
+            "region tails of {} bytes, {} pinned for them", total, tails_host_.bytes());
   const cudaStream_t s0 = streams_[0].get();
   for (size_t i = 1; i < streams_.size(); ++i) {
     check(cudaEventRecord(joins_[i].get(), streams_[i].get()), "record a stream's work", false);
