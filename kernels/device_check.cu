@@ -78,6 +78,34 @@ __device__ bool guards_hold(const OutputRegion& region, uint8_t canary) {
   return ok;
 }
 
+// A row's setup by a whole warp (every lane gets the same CheckRow, the
+// bits check_row_setup gives): the per-source parts a lane each (source_l2,
+// then source_term and source_draw), gathered by shuffle for
+// check_row_finish. Not inlined: its arrays are one frame for its two
+// callers (the kernel's stack is 1,056 bytes, 1,120 inlined: past the 1 KiB
+// a context starts with, hence reserve_device_check_stack).
+__device__ __noinline__ void warp_row_setup(const DeviceCheckParams& p, int row, int lane,
+                                            CheckRow& r) {
+  const int w = p.dcp_size;
+  double l2[kDeviceCheckMaxSources], term[kDeviceCheckMaxSources];
+  RowDraw draw[kDeviceCheckMaxSources];
+  const double l2_mine = lane < w ? source_l2(p, row, lane) : check_math::neg_inf();
+  for (int src = 0; src < w; ++src) l2[src] = __shfl_sync(0xFFFFFFFFu, l2_mine, src);
+  const double m = check_math::max_l2_of(w, l2);
+  double term_mine = 0;
+  RowDraw draw_mine;
+  if (lane < w) {
+    term_mine = source_term(l2_mine, m);
+    draw_mine = source_draw(p, row, lane);
+  }
+  for (int src = 0; src < w; ++src) {
+    term[src] = __shfl_sync(0xFFFFFFFFu, term_mine, src);
+    draw[src].offset = __shfl_sync(0xFFFFFFFFu, draw_mine.offset, src);
+    draw[src].scale_k = __shfl_sync(0xFFFFFFFFu, draw_mine.scale_k, src);
+  }
+  check_row_finish(p, l2, term, draw, r);
+}
+
 __device__ void check_some_rows(const DeviceCheckParams& p, const Scratch& s, int row_blocks) {
   __shared__ unsigned long long counts[3];  // checked, mismatches, NaN
   if (threadIdx.x < 3) counts[threadIdx.x] = 0;
@@ -85,31 +113,12 @@ __device__ void check_some_rows(const DeviceCheckParams& p, const Scratch& s, in
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int rows = p.num_tokens * p.heads;
   const int parts = check_warps_per_row(rows);
-  const int w = p.dcp_size;
   unsigned long long checked = 0, bad = 0, nan = 0;
   for (int task = blockIdx.x * kWarps + static_cast<int>(threadIdx.x / 32); task < rows * parts;
        task += row_blocks * kWarps) {
     const int row = task / parts, part = task % parts;
-    // The per-source setup a lane each (source_l2, then source_term and
-    // source_draw), gathered by every lane for check_row_finish.
-    double l2[kDeviceCheckMaxSources], term[kDeviceCheckMaxSources];
-    RowDraw draw[kDeviceCheckMaxSources];
-    const double l2_mine = lane < w ? source_l2(p, row, lane) : check_math::neg_inf();
-    for (int src = 0; src < w; ++src) l2[src] = __shfl_sync(0xFFFFFFFFu, l2_mine, src);
-    const double m = check_math::max_l2_of(w, l2);
-    double term_mine = 0;
-    RowDraw draw_mine;
-    if (lane < w) {
-      term_mine = source_term(l2_mine, m);
-      draw_mine = source_draw(p, row, lane);
-    }
-    for (int src = 0; src < w; ++src) {
-      term[src] = __shfl_sync(0xFFFFFFFFu, term_mine, src);
-      draw[src].offset = __shfl_sync(0xFFFFFFFFu, draw_mine.offset, src);
-      draw[src].scale_k = __shfl_sync(0xFFFFFFFFu, draw_mine.scale_k, src);
-    }
     CheckRow r;
-    check_row_finish(p, l2, term, draw, r);
+    warp_row_setup(p, row, lane, r);
     bool row_bad = false;
     if (p.combined_lse != nullptr && part == 0 && lane == 0) {
       const ElementCheck e = check_row_lse(p, r, row);
@@ -229,7 +238,7 @@ __device__ void report_first(const DeviceCheckParams& p, const Scratch& s, Devic
       const int row = word * 32 + __ffs(flags) - 1;
       flags &= flags - 1;
       CheckRow r;
-      check_row_setup(p, row, r);
+      warp_row_setup(p, row, lane, r);
       if (p.combined_lse != nullptr && lane == 0) {
         const ElementCheck e = check_row_lse(p, r, row);
         if (!e.pass) report_mismatch(res, p, row, -1, e);
@@ -336,6 +345,15 @@ cudaError_t launch_device_check(const DeviceCheckParams& params, const OutputReg
   check_call<<<row_blocks + hash_blocks, kCheckThreads, 0, stream>>>(params, s, region, canary,
                                                                     row_blocks, host_result);
   return cudaGetLastError();
+}
+
+cudaError_t reserve_device_check_stack() {
+  cudaFuncAttributes attr{};
+  cudaError_t err = cudaFuncGetAttributes(&attr, check_call);
+  size_t limit = 0;
+  if (err == cudaSuccess) err = cudaDeviceGetLimit(&limit, cudaLimitStackSize);
+  if (err != cudaSuccess || attr.localSizeBytes <= limit) return err;
+  return cudaDeviceSetLimit(cudaLimitStackSize, attr.localSizeBytes);
 }
 
 }  // namespace dcp

@@ -21,4 +21,12 @@ cudaError_t launch_device_check(const DeviceCheckParams& params, const OutputReg
                                 bool zeroed, DeviceCheckResult* host_result,
                                 cudaStream_t stream);
 
+// Raises the device's per-thread stack limit to the check kernel's local
+// memory when it needs more (its frame is about 1 KiB, the limit's default):
+// call once at start-up, while nothing runs. Else the check's first launch
+// grows the context's local memory, which waits for the device to idle, and
+// under MPS that includes a peer's op spinning for this rank (DESIGN, "SM
+// pressure").
+cudaError_t reserve_device_check_stack();
+
 }  // namespace dcp

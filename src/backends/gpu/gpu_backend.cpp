@@ -392,6 +392,7 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
                fill_device_value_table(value_table_mem_.data(), streams_[0].get(), &value_table_));
   }
   CUDA_CHECK(rank, HarnessError, cudaStreamSynchronize(streams_[0].get()));
+  CUDA_CHECK(rank, HarnessError, reserve_device_check_stack());  // before any op runs
   rendezvous_ = &rendezvous;
   init_kernel(0, rendezvous);
 }
