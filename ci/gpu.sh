@@ -488,11 +488,10 @@ if len(seen) == 2:
 PY
 }
 
+# Every step the dispatch below knows (one list: the check and the message).
+known="build unit test demo plugin families pressure observe install litmus memstress perf perfdiag sanitize dump check checkbench checkself"
 for s in "${steps[@]}"; do
-  case $s in
-    build | unit | test | demo | plugin | families | pressure | observe | install | litmus | memstress | perf | perfdiag | sanitize | dump | check | checkself) ;;
-    *) echo "ci/gpu.sh: unknown step '$s' (steps: build unit test demo plugin families pressure observe install litmus memstress perf perfdiag sanitize dump check checkself)" >&2; exit 2 ;;
-  esac
+  [[ " $known " == *" $s "* ]] || { echo "ci/gpu.sh: unknown step '$s' (steps: $known)" >&2; exit 2; }
 done
 
 for s in "${steps[@]}"; do
