@@ -16,7 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 
 GOALS = {8: 3.5, 4: 2.5, 2: 2.0}  # device checker / CPU checker, checked calls/s
-PHASES = ["generate", "stage", "launch", "setup", "capture", "wait", "collect", "check", "check_wait", "barrier", "idle"]
+PHASES = ["generate", "stage", "launch", "setup", "after", "capture", "wait", "collect", "check", "check_wait", "barrier", "idle"]
 
 
 def load(out, name):
@@ -58,7 +58,7 @@ def exchange_us(out, w):
 def main(out):
     out = Path(out)
     ok = True
-    print("| stress `--world W --geometry kimi --mps on` | CPU checker, calls/s | device checker, calls/s | ratio | goal | met | host CPU per call per rank, core-ms (CPU / device) | audit: re-checked calls, disagreements | device run bound by | device run phases per rank, s (generate/stage/launch/setup/capture/wait/collect/check/check-wait/barrier/idle) |")
+    print("| stress `--world W --geometry kimi --mps on` | CPU checker, calls/s | device checker, calls/s | ratio | goal | met | host CPU per call per rank, core-ms (CPU / device) | audit: re-checked calls, disagreements | device run bound by | device run phases per rank, s (generate/stage/launch/setup/after/capture/wait/collect/check/check-wait/barrier/idle) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for w, goal in GOALS.items():
         cpu, gpu = load(out, f"perf-stress-w{w}-cpu.json"), load(out, f"perf-stress-w{w}-gpu.json")
@@ -90,7 +90,7 @@ TRACE = re.compile(r"trace rank (\d+): (.+?): host call ([\d.]+) ms, then comple
 def diag(out):
     out = Path(out)
     ok = True
-    print("| world | variant | calls/s | host CPU per call per rank, core-ms | bound by | phases per rank, s (generate/stage/launch/setup/capture/wait/collect/check/check-wait/barrier/idle) |")
+    print("| world | variant | calls/s | host CPU per call per rank, core-ms | bound by | phases per rank, s (generate/stage/launch/setup/after/capture/wait/collect/check/check-wait/barrier/idle) |")
     print("|---|---|---|---|---|---|")
     files = sorted(out.glob("perf-stress-w*-*.json")) + sorted(out.glob("perfdiag-w*-*.json"))
     for f in sorted(files, key=lambda f: -int(re.search(r"-w(\d+)-", f.name).group(1))):

@@ -11,7 +11,8 @@ namespace {
 // The phases on the case runner's own path, in the order a call goes through them.
 std::vector<std::pair<const char*, double>> serial_phases(const PhaseTimes& p) {
   return {{"generate", p.generate_ms}, {"stage", p.stage_ms},     {"launch", p.launch_ms},
-          {"setup", p.setup_ms},       {"capture", p.capture_ms},   {"wait", p.wait_ms},         {"collect", p.collect_ms}, {"check-wait", p.check_wait_ms},
+          {"setup", p.setup_ms},       {"after", p.after_ms},       {"capture", p.capture_ms},
+          {"wait", p.wait_ms},         {"collect", p.collect_ms},   {"check-wait", p.check_wait_ms},
           {"barrier", p.barrier_ms},   {"idle", p.idle_ms}};
 }
 
@@ -58,12 +59,12 @@ std::string PhaseTotals::line() const {
   const PhaseTimes m = mean();
   return fmt::format(
       "phases (s, mean of {} rank{}): generate {:.2f}, stage {:.2f}, launch {:.2f}, setup {:.2f}, "
-      "capture {:.2f}, "
+      "after {:.2f}, capture {:.2f}, "
       "wait {:.2f}, "
       "collect {:.2f}, check {:.2f} (waited for {:.2f}), barrier {:.2f}, idle {:.2f}; worker CPU "
       "{:.2f}; bound by {}",
       by_rank_.size(), by_rank_.size() == 1 ? "" : "s", m.generate_ms / 1e3, m.stage_ms / 1e3,
-      m.launch_ms / 1e3, m.setup_ms / 1e3, m.capture_ms / 1e3, m.wait_ms / 1e3, m.collect_ms / 1e3, m.check_ms / 1e3,
+      m.launch_ms / 1e3, m.setup_ms / 1e3, m.after_ms / 1e3, m.capture_ms / 1e3, m.wait_ms / 1e3, m.collect_ms / 1e3, m.check_ms / 1e3,
       m.check_wait_ms / 1e3, m.barrier_ms / 1e3, m.idle_ms / 1e3, m.cpu_ms / 1e3, bound_by());
 }
 

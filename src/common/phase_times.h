@@ -13,8 +13,10 @@ struct PhaseTimes {
   double stage_ms = 0;       // inputs into pinned staging (GPU)
   double launch_ms = 0;      // enqueueing producer, copies, the op or its graph replay;
                              // on the host backends the whole (synchronous) model call
-  double setup_ms = 0;       // around a batch's calls (GPU): buffers sized, SM pressure and
-                             // memory stress started and stopped, payload tails and churn checked
+  double setup_ms = 0;       // before and between a batch's calls (GPU): buffers sized, graphs
+                             // looked up, SM pressure started, memory stress kicked
+  double after_ms = 0;       // after a batch's sync (GPU): SM pressure stopped, payload tails
+                             // and churn blocks checked
   double capture_ms = 0;     // graph capture and instantiation, and the churn after it
   double wait_ms = 0;        // blocked on the device (stream synchronisation)
   double collect_ms = 0;     // outputs out of staging
@@ -41,7 +43,7 @@ struct PhaseField {
 inline constexpr PhaseField kPhaseFields[] = {
     {"generate_ms", &PhaseTimes::generate_ms}, {"stage_ms", &PhaseTimes::stage_ms},
     {"launch_ms", &PhaseTimes::launch_ms},     {"setup_ms", &PhaseTimes::setup_ms},
-    {"capture_ms", &PhaseTimes::capture_ms},
+    {"after_ms", &PhaseTimes::after_ms},       {"capture_ms", &PhaseTimes::capture_ms},
     {"wait_ms", &PhaseTimes::wait_ms},
     {"collect_ms", &PhaseTimes::collect_ms},   {"check_ms", &PhaseTimes::check_ms},
     {"check_wait_ms", &PhaseTimes::check_wait_ms}, {"barrier_ms", &PhaseTimes::barrier_ms},

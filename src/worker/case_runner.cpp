@@ -293,8 +293,8 @@ std::vector<std::string> run_batches(const Case& c, RankBackend& backend,
     clock.restart();
     // The backend's own laps inside run_batch; the rest of it is launch.
     auto inner = [&] {
-      return phases.stage_ms + phases.setup_ms + phases.capture_ms + phases.wait_ms +
-             phases.collect_ms;
+      return phases.stage_ms + phases.setup_ms + phases.after_ms + phases.capture_ms +
+             phases.wait_ms + phases.collect_ms;
     };
     const double accounted = inner();
     std::vector<CallOutput> outputs = backend.run_batch(call_case, batch);
