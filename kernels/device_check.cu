@@ -112,7 +112,7 @@ __device__ void check_some_rows(const DeviceCheckParams& p, const Scratch& s, in
   __syncthreads();
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int rows = p.num_tokens * p.heads;
-  const int parts = check_warps_per_row(rows);
+  const int parts = check_warps_per_row(rows, p.head_dim);
   unsigned long long checked = 0, bad = 0, nan = 0;
   for (int task = blockIdx.x * kWarps + static_cast<int>(threadIdx.x / 32); task < rows * parts;
        task += row_blocks * kWarps) {
@@ -336,7 +336,7 @@ cudaError_t launch_device_check(const DeviceCheckParams& params, const OutputReg
     const cudaError_t err = cudaMemsetAsync(scratch, 0, scratch_bytes, stream);
     if (err != cudaSuccess) return err;
   }
-  const int tasks = rows * check_warps_per_row(rows);
+  const int tasks = rows * check_warps_per_row(rows, params.head_dim);
   int row_blocks = tasks > 0 ? (tasks + kWarps - 1) / kWarps : 1;
   if (row_blocks > 1024) row_blocks = 1024;
   const size_t supers = digest_supers(region.out_bytes) +

@@ -155,9 +155,14 @@ constexpr int kCheckElementBatch = 8;
 
 // Warps per row: a warp's work is a chain of dependent float64 operations,
 // so latency bounds it; a call of few rows (small T) splits each row's dims
-// over up to 4 warps to spread over more of them. Part q of a row checks
-// dims 32 q + lane, stepping by 32 * warps (check_row_part_dims).
-DCP_HD int check_warps_per_row(int rows) { return rows >= 256 ? 1 : rows >= 64 ? 2 : 4; }
+// over up to 4 warps to spread over more of them, never more than it has
+// 32-dim slices. Part q of a row checks dims 32 q + lane, stepping by
+// 32 * warps (check_row_part_dims).
+DCP_HD int check_warps_per_row(int rows, int head_dim) {
+  const int parts = rows >= 256 ? 1 : rows >= 64 ? 2 : 4;
+  const int slices = (head_dim + 31) / 32;
+  return parts < slices ? parts : slices < 1 ? 1 : slices;
+}
 // A lane's dims in part q of a row: first, first + step, ... < head_dim.
 struct PartDims {
   int first = 0, step = 32;

@@ -79,7 +79,7 @@ CallCheck device_arithmetic(const Case& c, int group_idx, int group_rank, int gl
     // report does it (check_element): the same bits.
     std::vector<ElementCheck> es(static_cast<size_t>(p.head_dim));
     std::vector<int> seen(static_cast<size_t>(p.head_dim), 0);
-    const int parts = check_warps_per_row(p.num_tokens * p.heads);
+    const int parts = check_warps_per_row(p.num_tokens * p.heads, p.head_dim);
     for (int part = 0; part < parts; ++part) {
       for (int lane = 0; lane < 32; ++lane) {
         const PartDims dims = check_row_part_dims(parts, part, lane);
@@ -159,8 +159,10 @@ std::vector<float> perturbed_lse(const Case& c, int group_idx, int group_rank, i
 
 TEST_CASE("the device checker's warps and batches cover each dim of a row exactly once") {
   for (int rows : {1, 16, 64, 255, 256, 2048}) {
-    const int parts = check_warps_per_row(rows);
     for (int head_dim : {8, 40, 64, 128, 512, 576}) {
+      const int parts = check_warps_per_row(rows, head_dim);
+      CHECK(parts >= 1);
+      CHECK(32 * (parts - 1) < head_dim);  // every part has dims
       std::vector<int> seen(static_cast<size_t>(head_dim), 0);
       for (int part = 0; part < parts; ++part) {
         for (int lane = 0; lane < 32; ++lane) {

@@ -1232,7 +1232,10 @@ void GpuBackend::check_region_tails(std::vector<std::string>* out) {
       if (damage.empty()) continue;
       if (out != nullptr) out->push_back(fmt::format("after the batch: {}", damage));
       uint8_t* tail = static_cast<uint8_t*>(m.peers[cfg_.group_rank]) + m.request.bytes;
-      check(cudaMemset(tail, kGuardCanary, m.tail_guard), "refill region tail", false);
+      // On stream 0, waited for: the next batch's copy of the tails follows it.
+      check(cudaMemsetAsync(tail, kGuardCanary, m.tail_guard, streams_[0].get()),
+            "refill region tail", false);
+      check(cudaStreamSynchronize(streams_[0].get()), "refill region tail", false);
     }
   }
 }
