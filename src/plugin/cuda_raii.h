@@ -110,17 +110,17 @@ class Stream {
   cudaStream_t s_ = nullptr;
 };
 
-// An event for ordering only (no timing).
-class OrderEvent {
+// An event: for ordering only by default, timed with cudaEventDefault.
+class Event {
  public:
-  OrderEvent() = default;
-  ~OrderEvent() {
+  Event() = default;
+  ~Event() {
     if (e_ != nullptr) cudaEventDestroy(e_);
   }
-  OrderEvent(const OrderEvent&) = delete;
-  OrderEvent& operator=(const OrderEvent&) = delete;
-  void create(int rank) {
-    CUDA_CHECK(rank, HarnessError, cudaEventCreateWithFlags(&e_, cudaEventDisableTiming));
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void create(int rank, unsigned flags = cudaEventDisableTiming) {
+    CUDA_CHECK(rank, HarnessError, cudaEventCreateWithFlags(&e_, flags));
   }
   cudaEvent_t get() const { return e_; }
 

@@ -328,9 +328,9 @@ class GpuBackend final : public RankBackend {
   size_t guard_ = 0;               // bytes of each output guard zone
   const Case* current_ = nullptr;  // for messages, valid during run_batch
   std::array<Stream, kMaxSlots> streams_;
-  std::array<OrderEvent, kMaxSlots> joins_;  // stream i's work so far, for stream 0
-  PinnedBuffer tails_host_;                   // the tail guards, region after region
-  bool tails_pending_ = false;                // tails_host_ is being filled for this batch
+  std::array<Event, kMaxSlots> joins_;        // stream i's work so far, for stream 0
+  PinnedBuffer tails_host_;                    // the tail guards, region after region
+  bool tails_pending_ = false;                 // tails_host_ is being filled for this batch
   // Status record: device pointer for the kernel, host pointer for messages.
   WaitStatus* status_dev_ = nullptr;
   WaitStatus* status_host_ = nullptr;
@@ -380,7 +380,7 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
   // The op's streams come first: SM pressure (whose blocks may wait for SMs
   // under MPS) never delays the op's launches, it only takes SMs.
   for (Stream& s : streams_) s.create(rank, /*greatest_priority=*/true);
-  for (OrderEvent& e : joins_) e.create(rank);
+  for (Event& e : joins_) e.create(rank);
   for (size_t i = 0; i < streams_.size(); ++i) {
     launch_observer::name_stream(streams_[i].get(), fmt::format("dcp{} slot {}", cfg_.dcp_size, i));
   }
@@ -1224,6 +1224,7 @@ void GpuBackend::check_region_tails(std::vector<std::string>* out) {
   }
   tails_pending_ = false;
   const auto* from = static_cast<const uint8_t*>(tails_host_.data());
+  bool refilled = false;
   for (const KernelContext& k : contexts_) {
     for (const MappedRegion& m : k.regions) {
       if (m.tail_guard == 0) continue;
@@ -1232,12 +1233,13 @@ void GpuBackend::check_region_tails(std::vector<std::string>* out) {
       if (damage.empty()) continue;
       if (out != nullptr) out->push_back(fmt::format("after the batch: {}", damage));
       uint8_t* tail = static_cast<uint8_t*>(m.peers[cfg_.group_rank]) + m.request.bytes;
-      // On stream 0, waited for: the next batch's copy of the tails follows it.
       check(cudaMemsetAsync(tail, kGuardCanary, m.tail_guard, streams_[0].get()),
             "refill region tail", false);
-      check(cudaStreamSynchronize(streams_[0].get()), "refill region tail", false);
+      refilled = true;
     }
   }
+  // On stream 0, waited for: the next batch's copy of the tails follows them.
+  if (refilled) check(cudaStreamSynchronize(streams_[0].get()), "refill region tails", false);
 }
 
 // Allocation churn (alloc_churn.h), on the call's stream right after a capture.
@@ -1255,13 +1257,6 @@ void GpuBackend::check_churn(std::vector<std::string>* out) {
 }
 
 // ------------------------------------------------------------------- bench
-
-namespace {
-struct EventDeleter {
-  void operator()(CUevent_st* e) const { cudaEventDestroy(e); }
-};
-using Event = std::unique_ptr<CUevent_st, EventDeleter>;
-}  // namespace
 
 std::vector<double> GpuBackend::bench(const Case& c, const Batch& batch, const BenchTiming& timing,
                                       const std::function<void()>& barrier) {
@@ -1302,11 +1297,9 @@ std::vector<double> GpuBackend::bench(const Case& c, const Batch& batch, const B
   barrier();
   for (int w = 0; w < timing.warmup; ++w) check(cudaGraphLaunch(exec.get(), s), "warm-up", true);
   sync_all();
-  cudaEvent_t raw_start = nullptr, raw_stop = nullptr;
-  CUDA_CHECK(rank, HarnessError, cudaEventCreate(&raw_start));
-  Event start(raw_start);
-  CUDA_CHECK(rank, HarnessError, cudaEventCreate(&raw_stop));
-  Event stop(raw_stop);
+  Event start, stop;
+  start.create(rank, cudaEventDefault);
+  stop.create(rank, cudaEventDefault);
   std::vector<double> per_op_us;
   for (int rep = 0; rep < timing.repeats; ++rep) {
     barrier();  // every rank's stream is idle here: the repeat starts together
