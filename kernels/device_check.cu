@@ -81,10 +81,12 @@ __device__ bool guards_hold(const OutputRegion& region, uint8_t canary) {
 // A row's setup by a whole warp (every lane gets the same CheckRow, the
 // bits check_row_setup gives): the per-source parts a lane each (source_l2,
 // then source_term and source_draw), gathered by shuffle for
-// check_row_finish. Not inlined: its arrays are one frame for its two
-// callers (the kernel's stack is 1,056 bytes, 1,120 inlined: past the 1 KiB
-// a context starts with, hence reserve_device_check_stack).
-__device__ __noinline__ void warp_row_setup(const DeviceCheckParams& p, int row, int lane,
+// check_row_finish. Inlined: as a __noinline__ call (ptxas reported a 0-byte
+// frame for it) the bound's scale read weights where it should read LSEs, so
+// tolerances shrank on the device only (found by tests/gpu_check_agree).
+// The kernel's stack is then 1,120 bytes, past the 1 KiB a context starts
+// with, hence reserve_device_check_stack.
+__device__ __forceinline__ void warp_row_setup(const DeviceCheckParams& p, int row, int lane,
                                             CheckRow& r) {
   const int w = p.dcp_size;
   double l2[kDeviceCheckMaxSources], term[kDeviceCheckMaxSources];
