@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "canary_scan.h"
 #include "guard_zone.h"
 
 namespace dcp {
@@ -72,29 +73,44 @@ cudaError_t AllocChurn::after_capture(size_t call_bytes, cudaStream_t s) {
   return err;
 }
 
+// Each block compared with the canary on the device (canary_scan.h): one
+// copy of the verdicts and one sync, however many MiB the blocks hold.
 cudaError_t AllocChurn::damage(cudaStream_t s, std::vector<std::string>* out) {
-  std::vector<uint8_t> host;
   std::vector<Block> all = blocks_;
   all.insert(all.end(), retired_.begin(), retired_.end());
-  for (const Block& b : all) {
-    host.resize(b.bytes);
-    if (cudaError_t err = cudaMemcpyAsync(host.data(), b.ptr, b.bytes, cudaMemcpyDeviceToHost, s);
+  if (all.size() > scan_capacity_) {
+    if (scans_ != nullptr) cudaFree(scans_);  // every stream is idle (the contract)
+    scans_ = nullptr;
+    scan_capacity_ = 0;
+    if (cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&scans_), all.size() * sizeof(CanaryScan));
         err != cudaSuccess) {
       return err;
     }
-    if (cudaError_t err = cudaStreamSynchronize(s); err != cudaSuccess) return err;
-    const auto bad = std::find_if(host.begin(), host.end(),
-                                  [](uint8_t v) { return v != kGuardCanary; });
-    if (bad == host.end()) continue;
-    const size_t changed = static_cast<size_t>(
-        std::count_if(bad, host.end(), [](uint8_t v) { return v != kGuardCanary; }));
+    scan_capacity_ = all.size();
+  }
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (cudaError_t err = launch_canary_scan(all[i].ptr, all[i].bytes, kGuardCanary, &scans_[i], s);
+        err != cudaSuccess) {
+      return err;
+    }
+  }
+  std::vector<CanaryScan> found(all.size());
+  if (cudaError_t err = cudaMemcpyAsync(found.data(), scans_, all.size() * sizeof(CanaryScan),
+                                        cudaMemcpyDeviceToHost, s);
+      err != cudaSuccess) {
+    return err;
+  }
+  if (cudaError_t err = cudaStreamSynchronize(s); err != cudaSuccess) return err;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Block& b = all[i];
+    if (found[i].changed == 0) continue;
     if (out != nullptr) {
       out->push_back(fmt::format(
           "after the batch: a {} KiB block allocated ({}) after a capture was written: {} of "
           "its bytes changed, the first at +{} (a graph writes to memory freed after its "
           "capture)",
-          b.bytes >> 10, b.pooled ? "cudaMallocAsync, the device's pool" : "cudaMalloc", changed,
-          bad - host.begin()));
+          b.bytes >> 10, b.pooled ? "cudaMallocAsync, the device's pool" : "cudaMalloc",
+          found[i].changed, found[i].first));
     }
     if (cudaError_t err = cudaMemsetAsync(b.ptr, kGuardCanary, b.bytes, s); err != cudaSuccess) {
       return err;

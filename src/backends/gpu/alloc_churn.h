@@ -16,6 +16,8 @@
 
 namespace dcp {
 
+struct CanaryScan;  // canary_scan.h
+
 class AllocChurn {
  public:
   static constexpr size_t kMaxBytes = size_t{64} << 20;  // per block, and the ladder's top
@@ -23,7 +25,10 @@ class AllocChurn {
   static constexpr int kMaxPoolBlocks = 64;
 
   AllocChurn() = default;
-  ~AllocChurn() { release(nullptr); }  // the backend syncs its streams first
+  ~AllocChurn() {  // the backend syncs its streams first
+    release(nullptr);
+    if (scans_ != nullptr) cudaFree(scans_);
+  }
   AllocChurn(const AllocChurn&) = delete;
   AllocChurn& operator=(const AllocChurn&) = delete;
 
@@ -32,8 +37,8 @@ class AllocChurn {
   // still checked by the next damage() and freed only after it.
   cudaError_t after_capture(size_t call_bytes, cudaStream_t s);
   // Once every stream is idle: appends one line per damaged block, live or
-  // retired (each damaged one refilled), then frees the retired ones. Uses
-  // and synchronises `s`.
+  // retired (each damaged one refilled), then frees the retired ones. The
+  // blocks are compared on the device; uses and synchronises `s`.
   cudaError_t damage(cudaStream_t s, std::vector<std::string>* out);
   // Frees every block, live and retired (ordered on `s`; every stream that
   // used them must be idle).
@@ -49,6 +54,8 @@ class AllocChurn {
   static cudaError_t free_blocks(std::vector<Block>& blocks, cudaStream_t s);
   std::vector<Block> blocks_;   // from the last capture
   std::vector<Block> retired_;  // from earlier captures, not checked since
+  CanaryScan* scans_ = nullptr;  // damage()'s verdicts, one per block (device)
+  size_t scan_capacity_ = 0;
 };
 
 }  // namespace dcp
