@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Here (no GPU): pack this machine's build of dcp-check and gpu_check_bench,
-# stripped, with the fmt and spdlog libraries they link, into build-carry/
-# (ignored by git, ~7 MiB), so a GPU call can skip its own build (~95 s of
+# Here (no GPU): pack this machine's build of dcp-check, gpu_check_bench and
+# gpu_check_agree, stripped, with the fmt and spdlog libraries they link, into
+# build-carry/ (ignored by git, ~9 MiB), so a GPU call can skip its own build (~95 s of
 # device time on a fresh machine): pass carry ["build-carry"] to the device
 # tool and run there with
 #   export BUILD_DIR=build-carry LD_LIBRARY_PATH=$PWD/build-carry/lib
 #   bash ci/gpu.sh check checkself checkbench perf perfdiag
-# Only steps that need nothing but these two binaries (not test, plugin,
+# Only steps that need nothing but these binaries (not test, plugin,
 # install, ...: those need the whole build tree). The build must be for
 # sm_90: cmake -S . -B build -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90.
 #   ci/carry.sh [BUILD]   (default: build)
@@ -15,10 +15,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build=${1:-build}
 grep -Eq '^CMAKE_CUDA_ARCHITECTURES:[A-Z]+=90$' "$build/CMakeCache.txt" ||
   { echo "ci/carry.sh: $build is not configured for sm_90" >&2; exit 2; }
-cmake --build "$build" --target dcp-check gpu_check_bench
+cmake --build "$build" --target dcp-check gpu_check_bench gpu_check_agree
 rm -rf build-carry
 mkdir -p build-carry/src build-carry/tests build-carry/lib
 strip -o build-carry/src/dcp-check "$build/src/dcp-check"
 strip -o build-carry/tests/gpu_check_bench "$build/tests/gpu_check_bench"
+strip -o build-carry/tests/gpu_check_agree "$build/tests/gpu_check_agree"
 ldd "$build/src/dcp-check" | awk '/libfmt|libspdlog/ {print $3}' | xargs -r cp -L -t build-carry/lib
 du -sh build-carry

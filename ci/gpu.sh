@@ -26,8 +26,10 @@
 #   dump = replay --dump of a GPU case, reloaded by docs/dump_check.py (NumPy);
 #   check = the device checker against the CPU checker: the default suites
 #   pass with --check gpu and --check cpu, selftest detects the same mutants
-#   with either, a skewed device verdict is a disagreement (exit 3), and a
-#   broken kernel's mismatches are found on the device and explained on the CPU;
+#   with either, a skewed device verdict is a disagreement (exit 3), a
+#   broken kernel's mismatches are found on the device and explained on the
+#   CPU, and the kernel agrees with the CPU on badly broken outputs
+#   (tests/gpu_check_agree);
 #   checkself = selftest at --world 2 with each checker (the same verdicts);
 #   checkbench = the device check and the call preparation alone in one process
 #   (tests/gpu_check_bench: W 2/4/8 x T 1..128, verdicts held), alone and on
@@ -448,6 +450,11 @@ step_check() {  # the device checker against the CPU checker
     --json "$OUT/check-skewed.json"
   run_expect "check broken on device" 1 --world 2 --mutant drop-last-odd-token \
     --json "$OUT/check-broken.json"
+  # The compiled check kernel against the CPU checker on badly broken outputs.
+  local start=$SECONDS rc
+  "$BUILD_DIR/tests/gpu_check_agree" >"$OUT/check-agree.txt" 2>&1
+  rc=$?
+  record "check agrees on broken outputs" "$rc" $((SECONDS - start)) "$(tail -n 1 "$OUT/check-agree.txt")"
   python3 - "$OUT" <<'PY' | tee "$OUT/check-summary.txt"
 import json, sys
 out = sys.argv[1]
