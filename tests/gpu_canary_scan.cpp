@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "canary_scan.h"
+#include "gpu_test_prologue.h"
 
 namespace {
 
@@ -56,11 +57,7 @@ bool same_verdict(const std::vector<uint8_t>& host, const char* what) {
 }  // namespace
 
 int main() {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1) {
-    std::printf("SKIPPED: gpu_canary_scan: no GPU on this machine\n");
-    return 77;
-  }
+  if (dcp::skip_without_gpu("gpu_canary_scan")) return 77;
   std::mt19937_64 rng(0xca9a);
   int blocks = 0, failed = 0;
   // 1024 blocks x 256 threads x 16 bytes = 4 MiB a grid stride: past it too.

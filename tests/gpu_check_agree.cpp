@@ -22,6 +22,7 @@
 #include "device_verdict.h"
 #include "generator.h"
 #include "geometry.h"
+#include "gpu_test_prologue.h"
 #include "mix.h"
 #include "numeric.h"
 #include "random_case.h"
@@ -267,16 +268,10 @@ void bisect(Call& call, const std::vector<uint8_t>& out, const std::vector<float
 }  // namespace
 
 int main() {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1) {
-    std::printf("SKIPPED: gpu_check_agree: no GPU on this machine\n");
-    return 77;
-  }
-  void* table_mem = nullptr;
+  if (skip_without_gpu("gpu_check_agree")) return 77;
   DeviceValueTable table;
   std::vector<uint16_t> host_table(kDeviceValueTableSlots);
-  if (!ok(cudaMalloc(&table_mem, device_value_table_bytes()), "malloc table") ||
-      !ok(fill_device_value_table(table_mem, nullptr, &table), "fill table") ||
+  if (!make_device_value_table("gpu_check_agree", &table) ||
       !ok(cudaMemcpy(host_table.data(), table.bits, host_table.size() * sizeof(uint16_t),
                      cudaMemcpyDeviceToHost),
           "copy table")) {

@@ -24,6 +24,7 @@
 #include "device_verdict.h"
 #include "generator.h"
 #include "geometry.h"
+#include "gpu_test_prologue.h"
 
 namespace {
 
@@ -163,18 +164,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1) {
-    std::printf("SKIPPED: gpu_check_bench: no GPU on this machine\n");
-    return 77;
-  }
-  void* table_mem = nullptr;
+  if (skip_without_gpu("gpu_check_bench")) return 77;
   DeviceValueTable table;
-  if (!ok(cudaMalloc(&table_mem, device_value_table_bytes()), "malloc table") ||
-      !ok(fill_device_value_table(table_mem, nullptr, &table), "fill table") ||
-      !ok(cudaDeviceSynchronize(), "table sync")) {
-    return 1;
-  }
+  if (!make_device_value_table("gpu_check_bench", &table)) return 1;
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
   std::printf("gpu_check_bench: %s, %d SMs, kimi (H=16, D=512), bf16, %d launches each\n",
@@ -191,6 +183,5 @@ int main(int argc, char** argv) {
                   elems / (tm.check_us * 1e3), tm.prep_us);
     }
   }
-  cudaFree(table_mem);
   return 0;
 }

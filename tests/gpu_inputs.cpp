@@ -13,6 +13,7 @@
 
 #include "generator.h"
 #include "geometry.h"
+#include "gpu_test_prologue.h"
 #include "call_prep.h"
 #include "device_value_table.h"
 #include "input_producer.h"
@@ -151,19 +152,8 @@ bool produce_slow(const Case& c, const dcp::OutputStreams& streams,
 }  // namespace
 
 int main() {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 1) {
-    std::printf("SKIPPED: gpu_inputs: no GPU on this machine\n");
-    return 77;
-  }
-  void* table_mem = nullptr;
-  if (cudaMalloc(&table_mem, dcp::device_value_table_bytes()) != cudaSuccess ||
-      dcp::fill_device_value_table(table_mem, nullptr, &g_table) != cudaSuccess ||
-      cudaDeviceSynchronize() != cudaSuccess) {
-    std::printf("FAIL: gpu_inputs: the device value table: %s\n",
-                cudaGetErrorString(cudaGetLastError()));
-    return 1;
-  }
+  if (dcp::skip_without_gpu("gpu_inputs")) return 77;
+  if (!dcp::make_device_value_table("gpu_inputs", &g_table)) return 1;
   int64_t compared = 0;
   for (uint64_t i = 0; i < 60; ++i) {
     Case c = dcp::random_case(0x1a9, i, 8, *dcp::find_geometry(i % 3 == 0 ? "kimi" : "tiny"));

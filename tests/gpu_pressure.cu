@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_test_prologue.h"
 #include "sm_pressure_host.h"
 
 namespace {
@@ -81,11 +82,7 @@ std::string seconds_text(double sec) { return std::to_string(sec) + " s"; }
 
 int main() {
   setenv("CUDA_MODULE_LOADING", "EAGER", 0);  // as the workers: no lazy first launch under pressure
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::printf("gpu_pressure: SKIPPED: no CUDA device\n");
-    return 77;
-  }
+  if (dcp::skip_without_gpu("gpu_pressure")) return 77;
   int failures = 0;
   auto check = [&](bool ok, const std::string& what) {
     std::printf("%s %s\n", ok ? "ok  " : "FAIL", what.c_str());
