@@ -46,14 +46,14 @@ __global__ void canary_scan(const uint8_t* data, size_t bytes, uint8_t canary, C
 
 }  // namespace
 
-cudaError_t launch_canary_scan(const void* data, size_t bytes, uint8_t canary,
-                               CanaryScan* result, cudaStream_t stream) {
+cudaError_t launch_canary_scan(const void* data, size_t bytes, uint8_t canary, CanaryScan* result,
+                               cudaStream_t stream) {
   cudaError_t err = cudaMemsetAsync(&result->changed, 0, sizeof result->changed, stream);
   if (err == cudaSuccess) err = cudaMemsetAsync(&result->first, 0xFF, sizeof result->first, stream);
   if (err != cudaSuccess || bytes == 0) return err;
   const size_t threads_needed = bytes / 16 + 1;
-  const int blocks = static_cast<int>(
-      std::min<size_t>(kMaxBlocks, (threads_needed + kThreads - 1) / kThreads));
+  const int blocks =
+      static_cast<int>(std::min<size_t>(kMaxBlocks, (threads_needed + kThreads - 1) / kThreads));
   canary_scan<<<blocks, kThreads, 0, stream>>>(static_cast<const uint8_t*>(data), bytes, canary,
                                                result);
   return cudaGetLastError();

@@ -18,7 +18,7 @@ struct CanaryScan {
 // Enqueues on `stream`: `result` (device memory) reset, then every byte of
 // [data, data + bytes) compared with `canary`. `data` is 16-byte aligned
 // (any cudaMalloc'd pointer); `bytes` any count.
-cudaError_t launch_canary_scan(const void* data, size_t bytes, uint8_t canary,
-                               CanaryScan* result, cudaStream_t stream);
+cudaError_t launch_canary_scan(const void* data, size_t bytes, uint8_t canary, CanaryScan* result,
+                               cudaStream_t stream);
 
 }  // namespace dcp

@@ -81,9 +81,11 @@ __device__ bool guards_hold(const OutputRegion& region, uint8_t canary) {
 // A row's setup by a whole warp (every lane gets the same CheckRow, the
 // bits check_row_setup gives): the per-source parts a lane each (source_l2,
 // then source_term and source_draw), gathered by shuffle for
-// check_row_finish. Inlined: as a __noinline__ call (ptxas reported a 0-byte
-// frame for it) the bound's scale read weights where it should read LSEs, so
-// tolerances shrank on the device only (found by tests/gpu_check_agree).
+// check_row_finish. Inlined: as a __noinline__ call (CUDA 13.0) the bound's
+// scale read weights where it should read LSEs, so tolerances shrank on the
+// device only (found by tests/gpu_check_agree, its guard since). Why is not
+// established: ptxas reported a 0-byte frame for the call though its PTX
+// declares a 384-byte local depot (counted in the kernel's 1,056 bytes).
 // The kernel's stack is then 1,120 bytes, past the 1 KiB a context starts
 // with, hence reserve_device_check_stack.
 __device__ __forceinline__ void warp_row_setup(const DeviceCheckParams& p, int row, int lane,

@@ -11,12 +11,15 @@
 
 namespace dcp {
 
-// True (after printing "SKIPPED: <test>: no GPU on this machine") when no
-// GPU is visible: return 77 from main.
+// True (after printing "SKIPPED: <test>: no GPU on this machine (<why>)")
+// when no GPU is visible: return 77 from main. The CUDA error is named, so a
+// broken driver does not pass for a machine without a GPU unnoticed.
 inline bool skip_without_gpu(const char* test) {
   int devices = 0;
-  if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) return false;
-  std::printf("SKIPPED: %s: no GPU on this machine\n", test);
+  const cudaError_t err = cudaGetDeviceCount(&devices);
+  if (err == cudaSuccess && devices > 0) return false;
+  std::printf("SKIPPED: %s: no GPU on this machine (%s)\n", test,
+              err == cudaSuccess ? "0 devices" : cudaGetErrorName(err));
   return true;
 }
 

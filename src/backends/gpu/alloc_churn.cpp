@@ -74,7 +74,8 @@ cudaError_t AllocChurn::after_capture(size_t call_bytes, cudaStream_t s) {
 }
 
 // Each block compared with the canary on the device (canary_scan.h): one
-// copy of the verdicts and one sync, however many MiB the blocks hold.
+// small copy of the verdicts and one sync before the refills, however many
+// MiB the blocks hold (then one more sync for the refills and frees).
 cudaError_t AllocChurn::damage(cudaStream_t s, std::vector<std::string>* out) {
   std::vector<Block> all = blocks_;
   all.insert(all.end(), retired_.begin(), retired_.end());
@@ -82,7 +83,8 @@ cudaError_t AllocChurn::damage(cudaStream_t s, std::vector<std::string>* out) {
     if (scans_ != nullptr) cudaFree(scans_);  // every stream is idle (the contract)
     scans_ = nullptr;
     scan_capacity_ = 0;
-    if (cudaError_t err = cudaMalloc(reinterpret_cast<void**>(&scans_), all.size() * sizeof(CanaryScan));
+    if (cudaError_t err =
+            cudaMalloc(reinterpret_cast<void**>(&scans_), all.size() * sizeof(CanaryScan));
         err != cudaSuccess) {
       return err;
     }
