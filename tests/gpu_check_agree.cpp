@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "checker.h"
@@ -125,12 +126,9 @@ class Call {
   CallCheck cpu(const std::vector<uint8_t>& out, const std::vector<float>& lse) const {
     CheckProfile profile;
     profile.combined_lse = with_lse_;
-    std::vector<uint8_t> got = out;
-    if (with_lse_) {
-      const auto* b = reinterpret_cast<const uint8_t*>(lse.data());
-      got.insert(got.end(), b, b + lse.size() * sizeof(float));
-    }
-    return check_call_output(c_, 0, rank_, rank_, op_, got, profile);
+    const std::span<const uint8_t> lse_bytes(reinterpret_cast<const uint8_t*>(lse.data()),
+                                             with_lse_ ? lse.size() * sizeof(float) : 0);
+    return check_call_output(c_, 0, rank_, rank_, op_, out, lse_bytes, profile);
   }
   // The host-compiled device arithmetic of one element (dim -1: the LSE,
   // only for a call with one), which CI holds to the CPU checker bit for bit.

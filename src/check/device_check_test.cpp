@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "check_math.h"
@@ -94,7 +95,8 @@ CallCheck device_arithmetic(const Case& c, int group_idx, int group_rank, int gl
         }
       }
     }
-    if (std::count(seen.begin(), seen.end(), 1) != p.head_dim) FAIL_CHECK("row " << row << ": a dim not checked exactly once");
+    if (std::count(seen.begin(), seen.end(), 1) != p.head_dim)
+      FAIL_CHECK("row " << row << ": a dim not checked exactly once");
     for (int d = 0; d < p.head_dim; ++d) {
       const ElementCheck& e = es[static_cast<size_t>(d)];
       const ElementCheck one = check_element(p, cr, row, d);
@@ -196,12 +198,9 @@ TEST_CASE("the device checker's arithmetic agrees with the CPU checker bit for b
     const std::vector<float> lse = perturbed_lse(c, 0, group_rank, op, hash_all(index, 2));
     CheckProfile profile;
     profile.combined_lse = with_lse;
-    std::vector<uint8_t> got = out;
-    if (with_lse) {
-      const auto* b = reinterpret_cast<const uint8_t*>(lse.data());
-      got.insert(got.end(), b, b + lse.size() * sizeof(float));
-    }
-    const CallCheck cpu = check_call_output(c, 0, group_rank, 7, op, got, profile);
+    const std::span<const uint8_t> lse_bytes(reinterpret_cast<const uint8_t*>(lse.data()),
+                                             with_lse ? lse.size() * sizeof(float) : 0);
+    const CallCheck cpu = check_call_output(c, 0, group_rank, 7, op, out, lse_bytes, profile);
     const CallCheck dev = device_arithmetic(c, 0, group_rank, 7, op, out, with_lse ? &lse : nullptr);
     INFO(format_case_id(c), " rank ", group_rank, " op ", op);
     CHECK(checker_disagreement(dev, 1, cpu, 1) == "");
