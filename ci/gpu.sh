@@ -30,6 +30,7 @@
 #   broken kernel's mismatches are found on the device and explained on the
 #   CPU, and the kernel agrees with the CPU on badly broken outputs
 #   (tests/gpu_check_agree);
+#   checkprofile = Nsight Compute source counters of the check kernel per SASS line;
 #   checkself = selftest at --world 2 with each checker (the same verdicts);
 #   checkbench = the device check and the call preparation alone in one process
 #   (tests/gpu_check_bench: W 2/4/8 x T 1..128, verdicts held), alone and on
@@ -439,6 +440,26 @@ step_checkbench() {  # the device check and the preparation alone, timed; ncu on
   record "check bench ncu (W=4 T=128)" "$rc" $((SECONDS - start)) "$OUT/checkbench-ncu.txt"
 }
 
+# Where the check kernel's time goes, per SASS line: Nsight Compute's source
+# counters (instructions executed, warp stall samples) for check_call at
+# W = 8, T = 1 and T = 128, exported as CSV with the SASS, and the SASS itself.
+step_checkprofile() {
+  local start=$SECONDS rc=0 bench=$BUILD_DIR/tests/gpu_check_bench t
+  command -v ncu >/dev/null 2>&1 || { record "check profile" 1 0 "ncu: not installed"; return; }
+  for t in 1 128; do
+    timeout 120 ncu -k 'regex:check_call' --launch-count 1 --section SourceCounters \
+      --section WarpStateStats --section SpeedOfLight --section Occupancy --import-source yes \
+      -f -o "$OUT/checkprofile-t$t" "$bench" --only "8,$t" --reps 1 >"$OUT/checkprofile-t$t.log" 2>&1 || rc=1
+    ncu -i "$OUT/checkprofile-t$t.ncu-rep" --page source --csv --print-source sass \
+      >"$OUT/checkprofile-t$t-sass.csv" 2>&1 || rc=1
+    ncu -i "$OUT/checkprofile-t$t.ncu-rep" --page details >"$OUT/checkprofile-t$t.txt" 2>&1 || rc=1
+  done
+  command -v cuobjdump >/dev/null 2>&1 &&
+    cuobjdump -sass "$BUILD_DIR/kernels/CMakeFiles/dcp_kernels.dir/device_check.cu.o" \
+      >"$OUT/check_call.sass" 2>&1
+  record "check profile (ncu source, W=8)" "$rc" $((SECONDS - start)) "$OUT/checkprofile-t*"
+}
+
 step_check() {  # the device checker against the CPU checker
   local c
   for c in gpu cpu; do
@@ -519,6 +540,7 @@ for s in "${steps[@]}"; do
     perfdiag) step_perfdiag ;;
     check) step_check ;;
     checkbench) step_checkbench ;;
+    checkprofile) step_checkprofile ;;
     checkself) step_checkself ;;
     sanitize) step_sanitize ;;
     dump) step_dump ;;
