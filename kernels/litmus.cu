@@ -103,13 +103,17 @@ __device__ void stress_loop(const LitmusStress& s, uint32_t* scratch, uint32_t s
 }
 
 // The co-running memory stress of a case (launch_memory_stress): thread 0
-// looks at the host's stop word and the clock every 1024 steps.
+// looks at the release counter and the clock every 1024 steps.
+__device__ bool stress_released(const volatile uint32_t* counter, uint32_t until) {
+  return counter != nullptr && static_cast<int32_t>(*counter - until) >= 0;
+}
+
 __global__ void __launch_bounds__(kLitmusThreads)
-    corun_stress_kernel(LitmusStress s, uint32_t* scratch, const volatile uint32_t* stop,
-                        uint64_t max_ns) {
+    corun_stress_kernel(LitmusStress s, uint32_t* scratch, const volatile uint32_t* counter,
+                        uint32_t until, uint64_t max_ns) {
   __shared__ int done;
   const uint64_t start = global_timer_ns();
-  if (threadIdx.x == 0) done = stop != nullptr && *stop != 0u ? 1 : 0;
+  if (threadIdx.x == 0) done = stress_released(counter, until) ? 1 : 0;
   __syncthreads();
   volatile uint32_t* v = scratch;
   const uint32_t mask = s.scratch_words - 1u;
@@ -118,7 +122,7 @@ __global__ void __launch_bounds__(kLitmusThreads)
   for (uint32_t it = 0; !done;) {
     for (int k = 0; k < 1024; ++k, ++it) stress_step(s, v, mask, id, it, sink);
     __syncthreads();  // nobody reads `done` while thread 0 writes it
-    if (threadIdx.x == 0 && ((stop != nullptr && *stop != 0u) || global_timer_ns() - start >= max_ns)) {
+    if (threadIdx.x == 0 && (stress_released(counter, until) || global_timer_ns() - start >= max_ns)) {
       done = 1;
     }
     __syncthreads();
@@ -283,12 +287,23 @@ cudaError_t launch_litmus_oneshot(LitmusShape shape, LitmusOrder order, bool sys
 }
 
 cudaError_t launch_memory_stress(const LitmusStress& stress, uint32_t* scratch,
-                                 const volatile uint32_t* stop, uint64_t max_ns,
+                                 const volatile uint32_t* done, uint32_t until, uint64_t max_ns,
                                  cudaStream_t stream) {
   if (stress.pattern == StressPattern::kNone || !valid_stress(stress, scratch) || max_ns == 0) {
     return cudaErrorInvalidValue;
   }
-  corun_stress_kernel<<<stress.blocks, kLitmusThreads, 0, stream>>>(stress, scratch, stop, max_ns);
+  corun_stress_kernel<<<stress.blocks, kLitmusThreads, 0, stream>>>(stress, scratch, done, until,
+                                                                    max_ns);
+  return cudaGetLastError();
+}
+
+namespace {
+__global__ void release_stress_kernel(uint32_t* done) { atomicAdd(done, 1u); }
+}  // namespace
+
+cudaError_t launch_memory_stress_release(uint32_t* done, cudaStream_t stream) {
+  if (done == nullptr) return cudaErrorInvalidValue;
+  release_stress_kernel<<<1, 1, 0, stream>>>(done);
   return cudaGetLastError();
 }
 

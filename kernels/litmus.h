@@ -45,11 +45,15 @@ cudaError_t launch_litmus_oneshot(LitmusShape shape, LitmusOrder order, bool sys
 
 // The memory stress beside a case's batch (Case::mstress): stress.blocks
 // blocks of kLitmusThreads threads do the pattern on `scratch`
-// (stress.scratch_words) until max_ns passed or *stop (mapped host memory;
-// may be null) is non-zero. Not capturable.
+// (stress.scratch_words) until max_ns passed or the counter *done (device
+// memory; may be null) reached `until` (wrapping compare: (int32)(*done -
+// until) >= 0). Not capturable.
 cudaError_t launch_memory_stress(const LitmusStress& stress, uint32_t* scratch,
-                                 const volatile uint32_t* stop, uint64_t max_ns,
+                                 const volatile uint32_t* done, uint32_t until, uint64_t max_ns,
                                  cudaStream_t stream);
+// One thread adds 1 to *done, ordered on `stream` (after a call's op: the
+// stress that covers it may stop).
+cudaError_t launch_memory_stress_release(uint32_t* done, cudaStream_t stream);
 
 // Counter message passing (classify_counter_sample), one role per launch, so
 // writer and reader can be different kernels, streams or processes.

@@ -18,14 +18,26 @@ MemoryStress::MemoryStress(int device, int rank, const MemoryStressConfig& confi
   launch_observer::name_stream(stream_.get(), "dcp-check memory stress");
   scratch_.ensure(size_t{stress_.scratch_words} * sizeof(uint32_t), rank);
   CUDA_CHECK(rank, HarnessError, cudaMemset(scratch_.data(), 0, scratch_.bytes()));
+  released_.ensure(sizeof(uint32_t), rank);
+  CUDA_CHECK(rank, HarnessError, cudaMemset(released_.data(), 0, sizeof(uint32_t)));
   note_ = "memory stress: " + config.description;
 }
 
+// Counted from the releases enqueued so far, not from the kicks: a call that
+// never released (an error mid-batch) delays no later stress past its bound.
 void MemoryStress::kick(int calls) {
+  const auto n = static_cast<uint32_t>(std::max(1, calls));
   CUDA_CHECK(rank_, HarnessError,
-             launch_memory_stress(stress_, static_cast<uint32_t*>(scratch_.data()), nullptr,
-                                  kStressNsPerCall * static_cast<uint64_t>(std::max(1, calls)),
-                                  stream_.get()));
+             launch_memory_stress(stress_, static_cast<uint32_t*>(scratch_.data()),
+                                  static_cast<const uint32_t*>(released_.data()), releases_ + n,
+                                  kStressNsPerCall * n, stream_.get()));
+}
+
+void MemoryStress::release(cudaStream_t call_stream) {
+  const launch_observer::Unobserved ours;  // the harness's, cannot hang
+  CUDA_CHECK(rank_, HarnessError,
+             launch_memory_stress_release(static_cast<uint32_t*>(released_.data()), call_stream));
+  ++releases_;
 }
 
 }  // namespace dcp

@@ -1,8 +1,11 @@
 // The host side of memory stress (Case::mstress, kernels/litmus.h): one per
 // GPU backend, made by the first memory-stress case. Before each call (eager)
 // or batch (pipelined) kick() launches the stress kernel on a stream of its
-// own, bounded in time to cover the calls, so it overlaps them and ends by
-// itself: nothing waits for a stop, and a device-wide synchronisation (a
+// own, so it overlaps the calls; each call's stream then counts its op done
+// (release(), right after the op). The stress stops when every call it was
+// kicked for has released it, or at its time bound, whichever comes first:
+// it covers the ops, not what follows them (the check, the next cases), and
+// nothing on the host waits for a stop. A device-wide synchronisation (a
 // kernel's first launch, cudaFree) waits at most that bound.
 #pragma once
 
@@ -18,8 +21,11 @@ class MemoryStress {
  public:
   // config.stress.blocks is per SM; the device's SM count multiplies it.
   MemoryStress(int device, int rank, const MemoryStressConfig& config);
-  // Stress for `calls` calls: kStressNsPerCall each.
+  // Stress for `calls` calls: until each released it, at most
+  // kStressNsPerCall each.
   void kick(int calls);
+  // One call's op is done (stream-ordered on `call_stream`, after the op).
+  void release(cudaStream_t call_stream);
   const std::string& note() const { return note_; }  // "memory stress: st-st on 8 KiB ..."
 
   // Long enough to cover a call's dispatch, wait and combine at the largest
@@ -31,6 +37,8 @@ class MemoryStress {
   LitmusStress stress_;
   Stream stream_;
   DeviceBuffer scratch_;
+  DeviceBuffer released_;  // u32: releases done on the device
+  uint32_t releases_ = 0;  // releases enqueued so far (the device's count catches up)
   std::string note_;
 };
 
