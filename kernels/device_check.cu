@@ -3,7 +3,8 @@
 //               parts: check_warps_per_row), grid-stride over those blocks:
 //               the row's weights (device_check_row.h, the per-source parts
 //               a lane each), then the part's elements, a lane's 8 at once
-//               (their table reads together); counts per block, one atomic
+//               (their table reads together; the arithmetic specialised
+//               for the output's format); counts per block, one atomic
 //               add each; a row with a mismatch sets its bit in the flags.
 //   blocks [row_blocks, ...): the digest's 64 KiB supers of the output, then
 //               of the combined LSE, four per block: a thread per 1 KiB
@@ -110,57 +111,49 @@ __device__ __forceinline__ void warp_row_setup(const DeviceCheckParams& p, int r
   check_row_finish(p, l2, term, draw, r);
 }
 
-__device__ void check_some_rows(const DeviceCheckParams& p, const Scratch& s, int row_blocks) {
+// kBf16: the output's format (the element arithmetic specialised for it).
+template <bool kBf16>
+__device__ __forceinline__ void check_some_rows(const DeviceCheckParams& p, const Scratch& s,
+                                                int row_blocks) {
   __shared__ unsigned long long counts[3];  // checked, mismatches, NaN
   if (threadIdx.x < 3) counts[threadIdx.x] = 0;
   __syncthreads();
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int rows = p.num_tokens * p.heads;
   const int parts = check_warps_per_row(rows, p.head_dim);
-  unsigned long long checked = 0, bad = 0, nan = 0;
+  ElementCounts c;
   for (int task = blockIdx.x * kWarps + static_cast<int>(threadIdx.x / 32); task < rows * parts;
        task += row_blocks * kWarps) {
     const int row = task / parts, part = task % parts;
     CheckRow r;
     warp_row_setup(p, row, lane, r);
-    bool row_bad = false;
+    const unsigned long long bad_before = c.bad;
     if (p.combined_lse != nullptr && part == 0 && lane == 0) {
       const ElementCheck e = check_row_lse(p, r, row);
-      ++checked;
+      ++c.checked;
       if (!e.pass) {
-        ++bad;
-        nan += check_math::is_nan(e.got);
-        row_bad = true;
+        ++c.bad;
+        c.nan += check_math::is_nan(e.got);
       }
     }
     const PartDims dims = check_row_part_dims(parts, part, lane);
     for (int first = dims.first; first < p.head_dim; first += dims.step * kCheckElementBatch) {
       const int n = check_batch_size(p.head_dim, first, dims.step);
-      ElementCheck e[kCheckElementBatch];
-      check_elements<kCheckElementBatch>(p, r, row, first, dims.step, n, e);
-      DCP_UNROLL for (int k = 0; k < kCheckElementBatch; ++k) {
-        if (k >= n) break;
-        ++checked;
-        if (!e[k].pass) {
-          ++bad;
-          nan += check_math::is_nan(e[k].got);
-          row_bad = true;
-        }
-      }
+      count_elements<kBf16, kCheckElementBatch>(p, r, row, first, dims.step, n, c);
     }
-    if (__any_sync(0xFFFFFFFFu, row_bad) && lane == 0) {
+    if (__any_sync(0xFFFFFFFFu, c.bad != bad_before) && lane == 0) {
       atomicOr(&s.row_flags[row / 32], 1u << (row % 32));
     }
   }
   for (int off = 16; off > 0; off /= 2) {
-    checked += __shfl_down_sync(0xFFFFFFFFu, checked, off);
-    bad += __shfl_down_sync(0xFFFFFFFFu, bad, off);
-    nan += __shfl_down_sync(0xFFFFFFFFu, nan, off);
+    c.checked += __shfl_down_sync(0xFFFFFFFFu, c.checked, off);
+    c.bad += __shfl_down_sync(0xFFFFFFFFu, c.bad, off);
+    c.nan += __shfl_down_sync(0xFFFFFFFFu, c.nan, off);
   }
   if (lane == 0) {
-    atomicAdd(&counts[0], checked);
-    atomicAdd(&counts[1], bad);
-    atomicAdd(&counts[2], nan);
+    atomicAdd(&counts[0], c.checked);
+    atomicAdd(&counts[1], c.bad);
+    atomicAdd(&counts[2], c.nan);
   }
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -312,7 +305,11 @@ __global__ void __launch_bounds__(kCheckThreads)
                DeviceCheckResult* host_result) {
   if (!guards_hold(region, canary)) atomicOr(&s.acc->guard_damaged, 1u);
   if (static_cast<int>(blockIdx.x) < row_blocks) {
-    check_some_rows(p, s, row_blocks);
+    if (p.out_format == 1) {
+      check_some_rows<true>(p, s, row_blocks);
+    } else {
+      check_some_rows<false>(p, s, row_blocks);
+    }
   } else {
     hash_some_supers(s, region, row_blocks);
   }

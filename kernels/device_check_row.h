@@ -104,47 +104,103 @@ struct ElementCheck {
   bool pass = false;
 };
 
-// Elements d0, d0 + step, ..., n <= N of them, of `row` (after
-// check_row_setup), each as the CPU checker does it: the weighted sum from +0
-// in source order, the tolerance, the test. Every source's N table reads are
-// issued together (they are independent across elements): a warp checking a
-// row waits on one table read per source and batch, not one per element.
-// The same bits for any N (check_element is N = 1).
-template <int N>
-DCP_HD void check_elements(const DeviceCheckParams& p, const CheckRow& r, int row, int d0,
-                           int step, int n, ElementCheck* e) {
+// Element i (a flat [T, H, D] index) of the output as stored.
+DCP_HD uint16_t output_bits(const DeviceCheckParams& p, size_t i) {
+#if defined(__CUDA_ARCH__)
+  return reinterpret_cast<const uint16_t*>(p.output)[i];  // the region is 256-byte aligned
+#else
+  return static_cast<uint16_t>(p.output[2 * i] | p.output[2 * i + 1] << 8);  // little-endian
+#endif
+}
+
+// The weighted sums of N elements of a row (after check_row_setup), dims d0,
+// d0 + step, ...: per element from +0 in source order, want += w x and
+// abs_sum += |w x| (w > 0, so |RN(w x)| is RN(w |x|), the CPU checker's
+// term). Every source's N table reads are issued together (independent
+// across elements): a warp waits on one table read per source and batch,
+// not one per element. Dims past the row read the table only (any index is
+// in it). kBf16: the output's format, fixed at compile time.
+template <bool kBf16, int N>
+DCP_HD void element_sums(const DeviceCheckParams& p, const CheckRow& r, int d0, int step,
+                         double* want, double* abs_sum) {
   namespace cm = check_math;
-  const bool bf16 = p.out_format == 1;
-  const size_t row_at = static_cast<size_t>(row) * static_cast<size_t>(p.head_dim);
-  uint16_t got[N];
-  double want[N], abs_sum[N];
   DCP_UNROLL for (int k = 0; k < N; ++k) {
-    const size_t i = row_at + static_cast<size_t>(k < n ? d0 + k * step : d0);
-    got[k] = static_cast<uint16_t>(p.output[2 * i] | p.output[2 * i + 1] << 8);
     want[k] = 0;
     abs_sum[k] = 0;
   }
   for (int j = 0; j < r.count; ++j) {
     const RowDraw draw = r.draw[j];
     const double w = r.weight[j];
-    uint16_t bits[N];  // value_table_value's bits; any index is in the table
+    const uint16_t* table = p.table + value_table_slot(kBf16, draw.scale_k, 0);
+    uint16_t bits[N];  // value_table_value's bits
+    DCP_UNROLL for (int k = 0; k < N; ++k) bits[k] = table[row_index(draw, d0 + k * step)];
     DCP_UNROLL for (int k = 0; k < N; ++k) {
-      bits[k] = p.table[value_table_slot(bf16, draw.scale_k, row_index(draw, d0 + k * step))];
-    }
-    DCP_UNROLL for (int k = 0; k < N; ++k) {
-      const double x = cm::half_to_float(bf16, bits[k]);
-      want[k] = cm::add(want[k], cm::mul(w, x));
-      abs_sum[k] = cm::add(abs_sum[k], cm::mul(w, cm::abs(x)));
+      const double wx = cm::mul(w, cm::half_to_float(kBf16, bits[k]));
+      want[k] = cm::add(want[k], wx);
+      abs_sum[k] = cm::add(abs_sum[k], cm::abs(wx));
     }
   }
+}
+
+// One element's test from its sums: the tolerance, then got against want.
+template <bool kBf16>
+DCP_HD ElementCheck element_verdict(const CheckRow& r, uint16_t got, double want, double abs_sum) {
+  namespace cm = check_math;
+  ElementCheck e;
+  e.want = want;
+  e.tol = r.any ? cm::element_tolerance(kBf16 ? 7 : 10, kBf16 ? 127 : 15, want, abs_sum, r.scale)
+                : 0;
+  e.got = cm::half_to_float(kBf16, got);
+  e.pass = cm::element_passes(e.got, e.want, e.tol);
+  return e;
+}
+
+// Elements d0, d0 + step, ..., n <= N of them, of `row` (after
+// check_row_setup), each as the CPU checker does it: the weighted sum from +0
+// in source order (one rounding per product and per sum), the tolerance and
+// the test. The same bits for any N (check_element is N = 1).
+template <bool kBf16, int N>
+DCP_HD void check_elements_as(const DeviceCheckParams& p, const CheckRow& r, int row, int d0,
+                              int step, int n, ElementCheck* e) {
+  const size_t row_at = static_cast<size_t>(row) * static_cast<size_t>(p.head_dim);
+  double want[N], abs_sum[N];
+  element_sums<kBf16, N>(p, r, d0, step, want, abs_sum);
   DCP_UNROLL for (int k = 0; k < N; ++k) {
     if (k >= n) break;
-    e[k].want = want[k];
-    e[k].tol = r.any ? cm::element_tolerance(bf16 ? 7 : 10, bf16 ? 127 : 15, want[k], abs_sum[k],
-                                             r.scale)
-                     : 0;
-    e[k].got = cm::half_to_float(bf16, got[k]);
-    e[k].pass = cm::element_passes(e[k].got, e[k].want, e[k].tol);
+    e[k] = element_verdict<kBf16>(r, output_bits(p, row_at + static_cast<size_t>(d0 + k * step)),
+                                  want[k], abs_sum[k]);
+  }
+}
+template <int N>
+DCP_HD void check_elements(const DeviceCheckParams& p, const CheckRow& r, int row, int d0,
+                           int step, int n, ElementCheck* e) {
+  if (p.out_format == 1) {
+    check_elements_as<true, N>(p, r, row, d0, step, n, e);
+  } else {
+    check_elements_as<false, N>(p, r, row, d0, step, n, e);
+  }
+}
+
+// The counting kernel's form of check_elements_as (the same sums and
+// verdicts, only counted): checked, failed, NaN among the failed.
+struct ElementCounts {
+  unsigned long long checked = 0, bad = 0, nan = 0;
+};
+template <bool kBf16, int N>
+DCP_HD void count_elements(const DeviceCheckParams& p, const CheckRow& r, int row, int d0,
+                           int step, int n, ElementCounts& c) {
+  const size_t row_at = static_cast<size_t>(row) * static_cast<size_t>(p.head_dim);
+  double want[N], abs_sum[N];
+  element_sums<kBf16, N>(p, r, d0, step, want, abs_sum);
+  DCP_UNROLL for (int k = 0; k < N; ++k) {
+    if (k >= n) break;
+    const ElementCheck e = element_verdict<kBf16>(
+        r, output_bits(p, row_at + static_cast<size_t>(d0 + k * step)), want[k], abs_sum[k]);
+    ++c.checked;
+    if (!e.pass) {
+      ++c.bad;
+      c.nan += check_math::is_nan(e.got) ? 1 : 0;
+    }
   }
 }
 

@@ -167,6 +167,9 @@ int main(int argc, char** argv) {
   if (skip_without_gpu("gpu_check_bench")) return 77;
   DeviceValueTable table;
   if (!make_device_value_table("gpu_check_bench", &table)) return 1;
+  // As the GPU backend does: without it every launch of the check (its frame
+  // past the context's first 1 KiB of stack) resizes local memory.
+  if (!ok(reserve_device_check_stack(), "reserve the check's stack")) return 1;
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
   std::printf("gpu_check_bench: %s, %d SMs, kimi (H=16, D=512), bf16, %d launches each\n",

@@ -88,9 +88,25 @@ CallCheck device_arithmetic(const Case& c, int group_idx, int group_rank, int gl
           const int n = check_batch_size(p.head_dim, first, dims.step);
           ElementCheck batch[kCheckElementBatch];
           check_elements<kCheckElementBatch>(p, cr, row, first, dims.step, n, batch);
+          ElementCounts counted, want_counts;  // the kernel counts with count_elements
+          if (p.out_format == 1) {
+            count_elements<true, kCheckElementBatch>(p, cr, row, first, dims.step, n, counted);
+          } else {
+            count_elements<false, kCheckElementBatch>(p, cr, row, first, dims.step, n, counted);
+          }
           for (int k = 0; k < n; ++k) {
             es[static_cast<size_t>(first + dims.step * k)] = batch[k];
             ++seen[static_cast<size_t>(first + dims.step * k)];
+            ++want_counts.checked;
+            want_counts.bad += batch[k].pass ? 0 : 1;
+            want_counts.nan += !batch[k].pass && check_math::is_nan(batch[k].got) ? 1 : 0;
+          }
+          if (counted.checked != want_counts.checked || counted.bad != want_counts.bad ||
+              counted.nan != want_counts.nan) {
+            FAIL_CHECK("row " << row << " dims from " << first << ": counted " << counted.bad
+                              << " failed, " << counted.nan << " NaN of " << counted.checked
+                              << ", the batch " << want_counts.bad << ", " << want_counts.nan
+                              << " of " << want_counts.checked);
           }
         }
       }
