@@ -111,10 +111,7 @@ __device__ __forceinline__ void warp_row_setup(const DeviceCheckParams& p, int r
   check_row_finish(p, l2, term, draw, r);
 }
 
-// kBf16: the output's format (the element arithmetic specialised for it).
-template <bool kBf16>
-__device__ __forceinline__ void check_some_rows(const DeviceCheckParams& p, const Scratch& s,
-                                                int row_blocks) {
+__device__ void check_some_rows(const DeviceCheckParams& p, const Scratch& s, int row_blocks) {
   __shared__ unsigned long long counts[3];  // checked, mismatches, NaN
   if (threadIdx.x < 3) counts[threadIdx.x] = 0;
   __syncthreads();
@@ -139,7 +136,14 @@ __device__ __forceinline__ void check_some_rows(const DeviceCheckParams& p, cons
     const PartDims dims = check_row_part_dims(parts, part, lane);
     for (int first = dims.first; first < p.head_dim; first += dims.step * kCheckElementBatch) {
       const int n = check_batch_size(p.head_dim, first, dims.step);
-      count_elements<kBf16, kCheckElementBatch>(p, r, row, first, dims.step, n, c);
+      // The element arithmetic specialised per format; the row setup above
+      // is not (one copy: this kernel's code already strains the
+      // instruction cache, Nsight Compute's no_inst stalls).
+      if (p.out_format == 1) {
+        count_elements<true, kCheckElementBatch>(p, r, row, first, dims.step, n, c);
+      } else {
+        count_elements<false, kCheckElementBatch>(p, r, row, first, dims.step, n, c);
+      }
     }
     if (__any_sync(0xFFFFFFFFu, c.bad != bad_before) && lane == 0) {
       atomicOr(&s.row_flags[row / 32], 1u << (row % 32));
@@ -305,11 +309,7 @@ __global__ void __launch_bounds__(kCheckThreads)
                DeviceCheckResult* host_result) {
   if (!guards_hold(region, canary)) atomicOr(&s.acc->guard_damaged, 1u);
   if (static_cast<int>(blockIdx.x) < row_blocks) {
-    if (p.out_format == 1) {
-      check_some_rows<true>(p, s, row_blocks);
-    } else {
-      check_some_rows<false>(p, s, row_blocks);
-    }
+    check_some_rows(p, s, row_blocks);
   } else {
     hash_some_supers(s, region, row_blocks);
   }
