@@ -41,6 +41,10 @@ struct BackendConfig {
   WaitStatus* status = nullptr;  // this rank's status board entry
   volatile uint32_t* in_kernel = nullptr;  // board mark: 1 while inside a kernel (plugin) function
   std::string run_id;        // unique per run: names shared-memory segments
+  // Call buffers sized exactly (under compute-sanitizer: memcheck then sees a
+  // read one element past an input); else grown by powers of two, so a
+  // process reallocates each a few times, not at every new largest shape.
+  bool exact_buffers = false;
 };
 
 // One call's inputs on this rank, exactly as the kernel reads them.

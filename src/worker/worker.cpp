@@ -220,6 +220,7 @@ BackendConfig Worker::make_backend_config(int dcp_size, const Geometry& geometry
   bc.status = board_->entry(args_.rank);
   bc.in_kernel = board_->in_kernel(args_.rank);
   bc.run_id = config_.run_id;
+  bc.exact_buffers = !s.sanitize_tool.empty();
   return bc;
 }
 

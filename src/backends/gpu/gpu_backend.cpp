@@ -277,6 +277,7 @@ class GpuBackend final : public RankBackend {
                    const std::vector<dcpRegionRequest_v1>& requests, Rendezvous& rendezvous);
   CallShape shape_of(const Case& c, const Batch& batch) const;
   void ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) const;
+  size_t capacity(size_t bytes) const;  // what ensure allocates for `bytes`
   void stage(const CallShape& sh, const CallInputs& in, CallStaging& st) const;
   OpLaunch make_launch(const CallShape& sh, int slot, const CallBuffers& b) const;
   void enqueue_op(const OpLaunch& op, cudaStream_t s, int ctx);
@@ -678,29 +679,39 @@ CallShape GpuBackend::shape_of(const Case& c, const Batch& batch) const {
 
 // ---------------------------------------------------------------- per call
 
+// A growth reallocates (cudaFree waits for the whole device, pinned memory is
+// slow to allocate): sizes are rounded up to a power of two (at least 4 KiB)
+// unless cfg_.exact_buffers, so shapes met later rarely grow a buffer again.
+size_t GpuBackend::capacity(size_t bytes) const {
+  if (cfg_.exact_buffers || bytes == 0) return bytes;
+  size_t c = 4096;
+  while (c < bytes) c *= 2;
+  return c;
+}
+
 void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) const {
   const int rank = cfg_.global_rank;
   const PackedInputs packed(sh);
-  b.partial_output.ensure(sh.in_out_bytes, rank);
-  b.partial_lse.ensure(sh.in_lse_bytes, rank);
-  b.sequences.ensure(std::max(sh.seq_bytes(), 2 * sizeof(int32_t)), rank);
-  b.output.ensure(region_of(sh, b).total_bytes(), rank);
-  b.packed.ensure(packed.total, rank);
+  b.partial_output.ensure(capacity(sh.in_out_bytes), rank);
+  b.partial_lse.ensure(capacity(sh.in_lse_bytes), rank);
+  b.sequences.ensure(capacity(std::max(sh.seq_bytes(), 2 * sizeof(int32_t))), rank);
+  b.output.ensure(capacity(region_of(sh, b).total_bytes()), rank);
+  b.packed.ensure(capacity(packed.total), rank);
   if (sh.producer != Producer::kDefault) {
     b.producer_params.ensure(sizeof(SlowProducerParams), rank);
     st.producer_params.ensure(sizeof(SlowProducerParams), rank);
   }
-  st.packed.ensure(packed.total, rank);
+  st.packed.ensure(capacity(packed.total), rank);
   if (sh.device_check) {
     const size_t scratch =
         DeviceCheckScratch::bytes(sh.check_rows, sh.output_bytes, sh.lse_out_bytes);
     if (b.check_scratch.bytes() < scratch) {
-      b.check_scratch.ensure(scratch, rank);
+      b.check_scratch.ensure(capacity(scratch), rank);
       b.check_zeroed = false;
     }
     st.check_result.ensure(sizeof(DeviceCheckResult), rank);
   }
-  const size_t region = region_of(sh, b).total_bytes();
+  const size_t region = capacity(region_of(sh, b).total_bytes());
   if (st.output == nullptr) {
     st.output = output_pool_->take(region);
   } else {
