@@ -167,6 +167,15 @@ class RankBackend {
   // c.num_contexts == 2, and resets every context's slot epochs and flags when
   // c.epoch_start is set.
   virtual void begin_case(const Case& c) = 0;
+  // True when begin_case(c) touches nothing a peer reads or writes (only this
+  // rank's streams, graphs and churn blocks; it synchronises first): the
+  // worker then skips the first barrier, since the one after begin_case
+  // already finds every rank of the group quiescent. Decided from the case
+  // and the kernel's declaration alone, so every group rank decides alike.
+  virtual bool begin_case_is_local(const Case& c) const {
+    (void)c;
+    return false;
+  }
   // Runs a batch; returns each call's output (CallOutput: [T, H, D]
   // contiguous in the out dtype, and the combined LSE), in call order. Outputs are poisoned (all-ones bit pattern, a NaN in
   // fp16 and bf16) before every call, so unwritten elements are caught.

@@ -322,8 +322,9 @@ RankCaseResult Worker::prepare_case(const Case& c, int case_index, const std::st
   try {
     auto [bc, backend] = backend_for(c, kernel);
     ctx.backend_config = bc;
-    // The workspace is quiescent between the two barriers: begin_case may reset it.
-    group_barrier(key + "-begin", *bc);
+    // The workspace is quiescent between the two barriers: begin_case may reset
+    // it. A local begin_case needs only the second (backend.h).
+    if (!backend->begin_case_is_local(c)) group_barrier(key + "-begin", *bc);
     backend->begin_case(c);
     group_barrier(key + "-go", *bc);
     double barrier_ms = 0;
