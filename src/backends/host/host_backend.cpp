@@ -138,8 +138,8 @@ class HostBackend final : public RankBackend {
   std::string name() const override { return "host"; }
   bool emits_combined_lse() const override { return true; }  // as the built-in kernel does
   void begin_case(const Case& c) override;
-  // Without an init fault, a second context or an
-  // epoch restart, begin_case only clears this rank's captured graphs.
+  // Without an init fault, a second context or an epoch restart, begin_case
+  // only clears this rank's captured graphs.
   bool begin_case_is_local(const Case& c) const override {
     return c.init_fault == InitFault::kNone && c.num_contexts == 1 && !c.epoch_start.has_value();
   }
