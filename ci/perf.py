@@ -84,6 +84,30 @@ def main(out):
     return 0 if ok else 1
 
 
+def marginal_costs(out):
+    """A step launched twice per call (DCP_STEP_TWICE) costs the run its
+    marginal cost once more: the period a group call takes grows by it. With
+    the step free, the period would shrink by as much: an upper bound on what
+    making that step cheaper can give, against the CPU checker's run."""
+    lines = ["what a step costs the run (its twice-run against the default, per group call):",
+             "| world | step | marginal cost, us per group call | of the period | with it free, calls/s | against the CPU checker |",
+             "|---|---|---|---|---|---|"]
+    for w in GOALS:
+        base, cpu = load(out, f"perf-stress-w{w}-gpu.json"), load(out, f"perf-stress-w{w}-cpu.json")
+        if base is None:
+            continue
+        period = 1e6 / summary(base)["rate"]
+        for step in ("check", "prep"):
+            twice = load(out, f"perfdiag-w{w}-{step}-twice.json")
+            if twice is None or "stress" not in twice:
+                continue
+            cost = 1e6 / summary(twice)["rate"] - period
+            free = 1e6 / max(period - cost, 1e-9)
+            against = f"{free / summary(cpu)['rate']:.2f}x" if cpu is not None else "no CPU run"
+            lines.append(f"| {w} | {step} | {cost:.0f} | {100 * cost / period:.0f}% | {free:.0f} | {against} |")
+    return "\n".join(lines)
+
+
 TRACE = re.compile(r"trace rank (\d+): (.+?): host call ([\d.]+) ms, then complete after ([\d.]+) ms")
 
 
@@ -103,6 +127,8 @@ def diag(out):
             continue
         g = summary(r)
         print(f"| {w} | {variant} | {g['rate']:.0f} ({g['verdict']}) | {g['core_ms']:.3f} | {g['bound']} | {g['phases']} |")
+    print()
+    print(marginal_costs(out))
     steps = defaultdict(lambda: [0, 0.0, 0.0])
     try:
         for line in (out / "perfdiag-trace.err").read_text().splitlines():
