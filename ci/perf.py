@@ -7,8 +7,9 @@ audit's sample and disagreements, and the exchange alone (bench). Exit 1 if a
 report is missing or unreadable.
 
 `perf.py --diag OUT` prints `ci/gpu.sh perfdiag`'s tables instead: the device-
-checked run with one knob off at a time, each call step's own completion time
-(DCP_TRACE_STEPS=0) and nsys's kernel summary when it ran."""
+checked run with one knob off at a time, what a step launched twice costs per
+group call (and the calls/s with it free), each call step's own completion
+time (DCP_TRACE_STEPS=0) and nsys's kernel summary when it ran."""
 import json
 import re
 import sys
