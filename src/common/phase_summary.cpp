@@ -62,10 +62,11 @@ std::string PhaseTotals::line() const {
       "after {:.2f}, capture {:.2f}, "
       "wait {:.2f}, "
       "collect {:.2f}, check {:.2f} (waited for {:.2f}), barrier {:.2f}, idle {:.2f}; worker CPU "
-      "{:.2f}; bound by {}",
+      "{:.2f} (main thread {:.2f}); bound by {}",
       by_rank_.size(), by_rank_.size() == 1 ? "" : "s", m.generate_ms / 1e3, m.stage_ms / 1e3,
       m.launch_ms / 1e3, m.setup_ms / 1e3, m.after_ms / 1e3, m.capture_ms / 1e3, m.wait_ms / 1e3, m.collect_ms / 1e3, m.check_ms / 1e3,
-      m.check_wait_ms / 1e3, m.barrier_ms / 1e3, m.idle_ms / 1e3, m.cpu_ms / 1e3, bound_by());
+      m.check_wait_ms / 1e3, m.barrier_ms / 1e3, m.idle_ms / 1e3, m.cpu_ms / 1e3,
+      m.main_cpu_ms / 1e3, bound_by());
 }
 
 std::string PhaseTotals::check_line() const {

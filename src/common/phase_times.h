@@ -29,6 +29,10 @@ struct PhaseTimes {
   // included), from the previous case's message to this one's. Summed over a
   // run it is the worker's CPU time; over the wall time, the cores it kept busy.
   double cpu_ms = 0;
+  // Of cpu_ms, the worker's main thread's (the calls' host work, its waits
+  // and barriers); the rest is its other threads' (the check pool, CUDA's
+  // and CUPTI's).
+  double main_cpu_ms = 0;
 
   PhaseTimes& operator+=(const PhaseTimes& o);
   PhaseTimes& operator/=(double n);  // a mean: every phase divided by n
@@ -47,7 +51,8 @@ inline constexpr PhaseField kPhaseFields[] = {
     {"wait_ms", &PhaseTimes::wait_ms},
     {"collect_ms", &PhaseTimes::collect_ms},   {"check_ms", &PhaseTimes::check_ms},
     {"check_wait_ms", &PhaseTimes::check_wait_ms}, {"barrier_ms", &PhaseTimes::barrier_ms},
-    {"idle_ms", &PhaseTimes::idle_ms},         {"cpu_ms", &PhaseTimes::cpu_ms}};
+    {"idle_ms", &PhaseTimes::idle_ms},         {"cpu_ms", &PhaseTimes::cpu_ms},
+    {"main_cpu_ms", &PhaseTimes::main_cpu_ms}};
 
 inline PhaseTimes& PhaseTimes::operator+=(const PhaseTimes& o) {
   for (const PhaseField& f : kPhaseFields) this->*f.ms += o.*f.ms;

@@ -36,12 +36,14 @@
 namespace dcp {
 namespace {
 
-// CPU time of this process so far, every thread.
-double process_cpu_ms() {
+// CPU time so far of this process (every thread) and of the calling thread.
+double cpu_clock_ms(clockid_t clock) {
   timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  clock_gettime(clock, &t);
   return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
 }
+double process_cpu_ms() { return cpu_clock_ms(CLOCK_PROCESS_CPUTIME_ID); }
+double thread_cpu_ms() { return cpu_clock_ms(CLOCK_THREAD_CPUTIME_ID); }
 
 struct WorkerArgs {
   std::string socket_path;
@@ -138,6 +140,8 @@ class Worker {
   double idle_ms_ = 0;  // PhaseTimes::idle_ms of the next case, so far
   double cpu_ms_ = 0;   // PhaseTimes::cpu_ms of the next case
   double cpu_mark_ms_ = process_cpu_ms();
+  double main_cpu_ms_ = 0;  // PhaseTimes::main_cpu_ms (the loop runs on the main thread)
+  double main_cpu_mark_ms_ = thread_cpu_ms();
 };
 
 // Waits as long as it takes between cases (the command decides the pace), but
@@ -333,6 +337,7 @@ RankCaseResult Worker::prepare_case(const Case& c, int case_index, const std::st
     run->add_phase_ms(&PhaseTimes::barrier_ms, barrier_ms);
     run->add_phase_ms(&PhaseTimes::idle_ms, std::exchange(idle_ms_, 0.0));
     run->add_phase_ms(&PhaseTimes::cpu_ms, std::exchange(cpu_ms_, 0.0));
+    run->add_phase_ms(&PhaseTimes::main_cpu_ms, std::exchange(main_cpu_ms_, 0.0));
     return {};
   } catch (const std::exception& e) {
     RankCaseResult r;
@@ -475,8 +480,9 @@ void Worker::run() {
     PhaseClock idle;
     nlohmann::json next = wait_for_message();
     idle.lap(idle_ms_);
-    const double cpu_now = process_cpu_ms();
+    const double cpu_now = process_cpu_ms(), main_now = thread_cpu_ms();
     cpu_ms_ += cpu_now - std::exchange(cpu_mark_ms_, cpu_now);
+    main_cpu_ms_ += main_now - std::exchange(main_cpu_mark_ms_, main_now);
     const std::string type = next.value("type", "");
     if (type != "case") join_finisher();
     if (type == "shutdown") {
