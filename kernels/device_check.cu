@@ -125,14 +125,7 @@ __device__ void check_some_rows(const DeviceCheckParams& p, const Scratch& s, in
     CheckRow r;
     warp_row_setup(p, row, lane, r);
     const unsigned long long bad_before = c.bad;
-    if (p.combined_lse != nullptr && part == 0 && lane == 0) {
-      const ElementCheck e = check_row_lse(p, r, row);
-      ++c.checked;
-      if (!e.pass) {
-        ++c.bad;
-        c.nan += check_math::is_nan(e.got);
-      }
-    }
+    if (p.combined_lse != nullptr && part == 0 && lane == 0) c.add(check_row_lse(p, r, row));
     const PartDims dims = check_row_part_dims(parts, part, lane);
     for (int first = dims.first; first < p.head_dim; first += dims.step * kCheckElementBatch) {
       const int n = check_batch_size(p.head_dim, first, dims.step);

@@ -158,50 +158,48 @@ DCP_HD ElementCheck element_verdict(const CheckRow& r, uint16_t got, double want
 // Elements d0, d0 + step, ..., n <= N of them, of `row` (after
 // check_row_setup), each as the CPU checker does it: the weighted sum from +0
 // in source order (one rounding per product and per sum), the tolerance and
-// the test. The same bits for any N (check_element is N = 1).
-template <bool kBf16, int N>
-DCP_HD void check_elements_as(const DeviceCheckParams& p, const CheckRow& r, int row, int d0,
-                              int step, int n, ElementCheck* e) {
+// the test; element k's verdict handed to take(k, verdict). The same bits
+// for any N (check_element is N = 1).
+template <bool kBf16, int N, class Take>
+DCP_HD void for_each_element(const DeviceCheckParams& p, const CheckRow& r, int row, int d0,
+                             int step, int n, Take&& take) {
   const size_t row_at = static_cast<size_t>(row) * static_cast<size_t>(p.head_dim);
   double want[N], abs_sum[N];
   element_sums<kBf16, N>(p, r, d0, step, want, abs_sum);
   DCP_UNROLL for (int k = 0; k < N; ++k) {
     if (k >= n) break;
-    e[k] = element_verdict<kBf16>(r, output_bits(p, row_at + static_cast<size_t>(d0 + k * step)),
-                                  want[k], abs_sum[k]);
+    take(k, element_verdict<kBf16>(r, output_bits(p, row_at + static_cast<size_t>(d0 + k * step)),
+                                   want[k], abs_sum[k]));
   }
 }
+// Every verdict kept (the report, the host tests).
 template <int N>
 DCP_HD void check_elements(const DeviceCheckParams& p, const CheckRow& r, int row, int d0,
                            int step, int n, ElementCheck* e) {
+  const auto keep = [e](int k, const ElementCheck& v) { e[k] = v; };
   if (p.out_format == 1) {
-    check_elements_as<true, N>(p, r, row, d0, step, n, e);
+    for_each_element<true, N>(p, r, row, d0, step, n, keep);
   } else {
-    check_elements_as<false, N>(p, r, row, d0, step, n, e);
+    for_each_element<false, N>(p, r, row, d0, step, n, keep);
   }
 }
 
-// The counting kernel's form of check_elements_as (the same sums and
-// verdicts, only counted): checked, failed, NaN among the failed.
+// Verdicts only counted (the kernel): checked, failed, NaN among the failed.
 struct ElementCounts {
   unsigned long long checked = 0, bad = 0, nan = 0;
+  DCP_HD void add(const ElementCheck& e) {
+    ++checked;
+    if (!e.pass) {
+      ++bad;
+      nan += check_math::is_nan(e.got) ? 1 : 0;
+    }
+  }
 };
 template <bool kBf16, int N>
 DCP_HD void count_elements(const DeviceCheckParams& p, const CheckRow& r, int row, int d0,
                            int step, int n, ElementCounts& c) {
-  const size_t row_at = static_cast<size_t>(row) * static_cast<size_t>(p.head_dim);
-  double want[N], abs_sum[N];
-  element_sums<kBf16, N>(p, r, d0, step, want, abs_sum);
-  DCP_UNROLL for (int k = 0; k < N; ++k) {
-    if (k >= n) break;
-    const ElementCheck e = element_verdict<kBf16>(
-        r, output_bits(p, row_at + static_cast<size_t>(d0 + k * step)), want[k], abs_sum[k]);
-    ++c.checked;
-    if (!e.pass) {
-      ++c.bad;
-      c.nan += check_math::is_nan(e.got) ? 1 : 0;
-    }
-  }
+  for_each_element<kBf16, N>(p, r, row, d0, step, n,
+                             [&c](int, const ElementCheck& e) { c.add(e); });
 }
 
 // The device checker's batch: a lane checks dims d, d + 32, ..., d + 7 * 32

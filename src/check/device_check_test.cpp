@@ -97,9 +97,7 @@ CallCheck device_arithmetic(const Case& c, int group_idx, int group_rank, int gl
           for (int k = 0; k < n; ++k) {
             es[static_cast<size_t>(first + dims.step * k)] = batch[k];
             ++seen[static_cast<size_t>(first + dims.step * k)];
-            ++want_counts.checked;
-            want_counts.bad += batch[k].pass ? 0 : 1;
-            want_counts.nan += !batch[k].pass && check_math::is_nan(batch[k].got) ? 1 : 0;
+            want_counts.add(batch[k]);
           }
           if (counted.checked != want_counts.checked || counted.bad != want_counts.bad ||
               counted.nan != want_counts.nan) {
