@@ -167,11 +167,11 @@ class RankBackend {
   // c.num_contexts == 2, and resets every context's slot epochs and flags when
   // c.epoch_start is set.
   virtual void begin_case(const Case& c) = 0;
-  // True when begin_case(c) touches nothing a peer reads or writes (only this
-  // rank's streams, graphs and churn blocks; it synchronises first): the
-  // worker then skips the first barrier, since the one after begin_case
-  // already finds every rank of the group quiescent. Decided from the case
-  // and the kernel's declaration alone, so every group rank decides alike.
+  // True when begin_case(c) touches nothing a peer reads or writes (only
+  // what this rank alone owns, after its own work is done): the worker then
+  // skips the first barrier, since the one after begin_case already finds
+  // every rank of the group quiescent. Decided from the case and the
+  // kernel's declaration alone, so every group rank decides alike.
   virtual bool begin_case_is_local(const Case& c) const {
     (void)c;
     return false;
