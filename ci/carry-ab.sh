@@ -7,7 +7,7 @@
 # stress (kimi, MPS, seed 11, AB_DURATION each, default 8s) at the worlds in
 # AB_WORLDS (default "8 4 2"), A then B, AB_ROUNDS times (default 1), then B's
 # check-twice and prep-twice at world 8 (their marginal costs: ci/perf.py
-# --diag). Prints one line per run and a summary; everything lands in
+# --diag; AB_TWICE=0 skips them). Prints one line per run and a summary; everything lands in
 # $OUT/all.tgz only (the device tool brings back a few files).
 #   carry ["build-carry-main", "build-carry-next"]; then
 #   bash ci/carry-ab.sh build-carry-main build-carry-next
@@ -50,13 +50,13 @@ for round in $(seq "${AB_ROUNDS:-1}"); do
     done
   done
 done
-# B's marginal costs at world 8, in ci/perf.py --diag's file names.
+# B's marginal costs at world 8, in ci/perf.py --diag's file names (AB_TWICE=0: none).
 cp "$work/stress-w8-B-1.json" "$work/perf-stress-w8-gpu.json" 2>/dev/null
-for step in check prep; do
+[[ ${AB_TWICE:-1} == 1 ]] && for step in check prep; do
   DCP_STEP_TWICE=$step run "$B" "twice-$step" "$B/src/dcp-check" stress --world 8 --geometry kimi \
     --mps on --duration "${AB_DURATION:-8s}" --seed 11 --json "$work/perfdiag-w8-$step-twice.json" || status=1
 done
-python3 ci/perf.py --diag "$work" 2>/dev/null | sed -n '/what a step costs/,/^$/p'
+[[ ${AB_TWICE:-1} == 1 ]] && python3 ci/perf.py --diag "$work" 2>/dev/null | sed -n '/what a step costs/,/^$/p'
 mkdir -p "$OUT"
 tar czf "$OUT/all.tgz" -C "$work" . || status=1
 exit $status

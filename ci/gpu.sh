@@ -18,7 +18,8 @@
 #   perfdiag = what bounds the device-checked stress run: CUPTI observation and
 #   the memory stress off one at a time, the host spinning on the device
 #   instead of sleeping (DCP_SYNC=spin), every call step timed alone
-#   (DCP_TRACE_STEPS=0), nsys's kernel summary where nsys is installed;
+#   (DCP_TRACE_STEPS=0), nsys's kernel summary where nsys is installed (not
+#   with DIAG_NSYS=0); DIAG_WORLDS (default "8 4"), DIAG_ONLY="NAME ..." pick runs;
 #   sanitize = every worker under compute-sanitizer: the built-in kernel and the
 #   example plugin pass memcheck at --world 2, the read-far-past-input mutant
 #   is reported by memcheck (kernel, access), the other tools on the smoke
@@ -393,7 +394,9 @@ step_perfdiag() {  # what bounds the device-checked run: one knob off at a time,
   # completion time alone, without overlap (serialised, so slower overall).
   DCP_TRACE_STEPS=0 "$BIN" stress --world 4 --geometry kimi --mps on --duration 3s --seed 11 \
     --observe off --json "$OUT/perfdiag-trace.json" >"$OUT/perfdiag-trace.log" 2>"$OUT/perfdiag-trace.err"
-  if command -v nsys >/dev/null 2>&1; then
+  if [[ ${DIAG_NSYS:-1} == 0 ]]; then
+    echo "nsys: skipped (DIAG_NSYS=0)" >"$OUT/perfdiag-nsys.txt"
+  elif command -v nsys >/dev/null 2>&1; then
     timeout 90 nsys profile -t cuda -o "$OUT/perfdiag" --force-overwrite true "$BIN" stress --world 4 \
       --geometry kimi --mps on --duration 3s --seed 11 --observe off >"$OUT/perfdiag-nsys.log" 2>&1 &&
       timeout 60 nsys stats -r cuda_gpu_kern_sum,cuda_api_sum "$OUT/perfdiag.nsys-rep" >"$OUT/perfdiag-nsys.txt" 2>&1
