@@ -22,7 +22,23 @@ __device__ void write_partial_output(const CallPrep& p, int64_t first, int64_t s
       continue;
     }
     const RowDraw draw = row_draw(r.row_key, static_cast<uint64_t>(row));
-    for (int d = lane; d < r.head_dim; d += 32) dst[d] = recipe_row_bits(r, draw, d);
+    // A lane's elements kBatch at a time: their table reads issued together,
+    // then the stores (the stores may alias the table for the compiler, so
+    // one element at a time waited for a table read each).
+    // The table is there (launch_call_prep): recipe_row_bits' table branch.
+    constexpr int kBatch = 8;
+    const uint16_t* table = r.table + value_table_slot(r.bf16, draw.scale_k, 0);
+    for (int d0 = lane; d0 < r.head_dim; d0 += 32 * kBatch) {
+      uint16_t v[kBatch];
+      DCP_UNROLL for (int k = 0; k < kBatch; ++k) {
+        const int d = d0 + 32 * k;
+        v[k] = d < r.head_dim ? table[row_index(draw, d)] : uint16_t{0};
+      }
+      DCP_UNROLL for (int k = 0; k < kBatch; ++k) {
+        const int d = d0 + 32 * k;
+        if (d < r.head_dim) dst[d] = v[k];
+      }
+    }
   }
   const int64_t row_len = static_cast<int64_t>(r.heads) * r.head_dim;
   const int64_t pad = r.token_stride - row_len;

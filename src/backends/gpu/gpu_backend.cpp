@@ -260,6 +260,7 @@ class GpuBackend final : public RankBackend {
   }
   bool checks_on_device() const override { return true; }
   void begin_case(const Case& c) override;
+  bool begin_case_is_local(const Case& c) const override;
   std::vector<CallOutput> run_batch(const Case& c, const Batch& batch) override;
   std::vector<double> bench(const Case& c, const Batch& batch, const BenchTiming& timing,
                             const std::function<void()>& barrier) override;
@@ -278,6 +279,7 @@ class GpuBackend final : public RankBackend {
   CallShape shape_of(const Case& c, const Batch& batch) const;
   void ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) const;
   size_t capacity(size_t bytes) const;  // what ensure allocates for `bytes`
+  size_t region_capacity(const CallShape& sh, const CallBuffers& b) const;
   void stage(const CallShape& sh, const CallInputs& in, CallStaging& st) const;
   OpLaunch make_launch(const CallShape& sh, int slot, const CallBuffers& b) const;
   void enqueue_op(const OpLaunch& op, cudaStream_t s, int ctx);
@@ -575,6 +577,22 @@ GpuBackend::~GpuBackend() {
 // Between the group's two barriers (every rank idle): payload regions are
 // poisoned (their contents must not matter between calls), then the epoch is
 // set when the case starts near the wrap.
+// Shared state begin_case may reset: a restarted context (init faults), the
+// second context's collective creation, slot epochs, payload regions peers
+// write into. Without those it only syncs this rank (first) and drops its own
+// graphs and churn blocks.
+bool GpuBackend::begin_case_is_local(const Case& c) const {
+  if (c.init_fault != InitFault::kNone || c.num_contexts > 1 || c.epoch_start.has_value()) {
+    return false;
+  }
+  for (const KernelContext& k : contexts_) {
+    for (const MappedRegion& m : k.regions) {
+      if (m.request.kind == DCP_REGION_PAYLOAD) return false;
+    }
+  }
+  return true;
+}
+
 void GpuBackend::begin_case(const Case& c) {
   const int rank = cfg_.global_rank;
   CUDA_CHECK(rank, HarnessError, cudaSetDevice(cfg_.device));
@@ -689,13 +707,20 @@ size_t GpuBackend::capacity(size_t bytes) const {
   return c;
 }
 
+// The output region's: its output and LSE rounded, then its guards (an output
+// of a power of two plus guards would otherwise double).
+size_t GpuBackend::region_capacity(const CallShape& sh, const CallBuffers& b) const {
+  const OutputRegion r = region_of(sh, b);
+  return capacity(r.out_bytes + r.lse_bytes) + (r.total_bytes() - r.out_bytes - r.lse_bytes);
+}
+
 void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) const {
   const int rank = cfg_.global_rank;
   const PackedInputs packed(sh);
   b.partial_output.ensure(capacity(sh.in_out_bytes), rank);
   b.partial_lse.ensure(capacity(sh.in_lse_bytes), rank);
   b.sequences.ensure(capacity(std::max(sh.seq_bytes(), 2 * sizeof(int32_t))), rank);
-  b.output.ensure(capacity(region_of(sh, b).total_bytes()), rank);
+  b.output.ensure(region_capacity(sh, b), rank);
   b.packed.ensure(capacity(packed.total), rank);
   if (sh.producer != Producer::kDefault) {
     b.producer_params.ensure(sizeof(SlowProducerParams), rank);
@@ -711,7 +736,7 @@ void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) co
     }
     st.check_result.ensure(sizeof(DeviceCheckResult), rank);
   }
-  const size_t region = capacity(region_of(sh, b).total_bytes());
+  const size_t region = region_capacity(sh, b);
   if (st.output == nullptr) {
     st.output = output_pool_->take(region);
   } else {
@@ -741,7 +766,7 @@ void GpuBackend::stage(const CallShape& sh, const CallInputs& in, CallStaging& s
   if (in.output_streams) {
     std::memcpy(staged + packed.flags, in.output_streams->token_normal.data(), out_bytes);
   } else {
-    st.partial_output.ensure(sh.in_out_bytes, cfg_.global_rank);
+    st.partial_output.ensure(capacity(sh.in_out_bytes), cfg_.global_rank);
     std::memcpy(st.partial_output.data(), in.partial_output.data(), sh.in_out_bytes);
   }
   std::memcpy(staged + packed.lse, in.partial_lse.data(), want_lse);

@@ -17,9 +17,15 @@ MemoryStress::MemoryStress(int device, int rank, const MemoryStressConfig& confi
   stream_.create(rank);
   launch_observer::name_stream(stream_.get(), "dcp-check memory stress");
   scratch_.ensure(size_t{stress_.scratch_words} * sizeof(uint32_t), rank);
-  CUDA_CHECK(rank, HarnessError, cudaMemset(scratch_.data(), 0, scratch_.bytes()));
   released_.ensure(sizeof(uint32_t), rank);
-  CUDA_CHECK(rank, HarnessError, cudaMemset(released_.data(), 0, sizeof(uint32_t)));
+  // On the stress stream and waited for: the streams are non-blocking, so a
+  // plain cudaMemset (legacy stream) would not be ordered before the first
+  // stress kernel or release.
+  CUDA_CHECK(rank, HarnessError,
+             cudaMemsetAsync(scratch_.data(), 0, scratch_.bytes(), stream_.get()));
+  CUDA_CHECK(rank, HarnessError,
+             cudaMemsetAsync(released_.data(), 0, sizeof(uint32_t), stream_.get()));
+  CUDA_CHECK(rank, HarnessError, cudaStreamSynchronize(stream_.get()));
   note_ = "memory stress: " + config.description;
 }
 
