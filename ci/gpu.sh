@@ -33,6 +33,8 @@
 #   (tests/gpu_check_agree);
 #   checkprofile = Nsight Compute source counters of the check kernel per SASS line;
 #   checkself = selftest at --world 2 with each checker (the same verdicts);
+#   smreach = tests/gpu_sm_reach alone and on a 12% MPS share: whether a context
+#   with an execution-affinity SM count reaches more SMs than the share;
 #   checkbench = the device check and the call preparation alone in one process
 #   (tests/gpu_check_bench: W 2/4/8 x T 1..128, verdicts held), alone and on
 #   an MPS share of 50/25/12% of the SMs, then Nsight Compute on both at W=4, T=128.
@@ -408,6 +410,38 @@ step_perfdiag() {  # what bounds the device-checked run: one knob off at a time,
   record "perf diagnosis" "${PIPESTATUS[0]}" $((SECONDS - start)) "$OUT/perfdiag.md"
 }
 
+# A private MPS control daemon for a step's own programs (dcp-check starts its
+# own with --mps on): mps_start exports its directories, mps_stop quits it.
+mps_start() {
+  local dir
+  dir=$(mktemp -d)
+  mkdir -p "$dir/pipe" "$dir/log"
+  export CUDA_MPS_PIPE_DIRECTORY=$dir/pipe CUDA_MPS_LOG_DIRECTORY=$dir/log
+  nvidia-cuda-mps-control -d || { mps_stop; return 1; }
+}
+mps_stop() {
+  [[ -n ${CUDA_MPS_PIPE_DIRECTORY:-} ]] && echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+}
+
+# Does an execution-affinity context get more SMs than the rank's MPS share?
+# (tests/gpu_sm_reach: the SMs one kernel reaches, primary context and an
+# affinity context asking for every SM), alone and on a 12% share.
+step_smreach() {
+  local start=$SECONDS rc probe=$BUILD_DIR/tests/gpu_sm_reach
+  { echo "== alone"; "$probe"; } >"$OUT/smreach.txt" 2>&1
+  rc=$?
+  if mps_start; then
+    { echo "== MPS, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12"
+      CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12 "$probe"; } >>"$OUT/smreach.txt" 2>&1 || rc=1
+    mps_stop
+  else
+    rc=1
+  fi
+  cat "$OUT/smreach.txt"
+  record "SMs reached (affinity context)" "$rc" $((SECONDS - start)) "$OUT/smreach.txt"
+}
+
 step_checkbench() {  # the device check and the preparation alone, timed; ncu on them
   local start=$SECONDS rc bench=$BUILD_DIR/tests/gpu_check_bench
   "$bench" >"$OUT/checkbench.txt" 2>&1
@@ -417,17 +451,14 @@ step_checkbench() {  # the device check and the preparation alone, timed; ncu on
   # The same on one rank's share of the SMs, as stress --mps on gives it
   # (mps_thread_percentage: 50, 25, 12 at worlds 2, 4, 8), alone on the GPU.
   start=$SECONDS
-  local mps pct
-  mps=$(mktemp -d)
-  mkdir -p "$mps/pipe" "$mps/log"
-  if CUDA_MPS_PIPE_DIRECTORY=$mps/pipe CUDA_MPS_LOG_DIRECTORY=$mps/log nvidia-cuda-mps-control -d; then
+  local pct
+  if mps_start; then
     rc=0
     for pct in 50 25 12; do
       echo "== MPS, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct" >>"$OUT/checkbench-mps.txt"
-      CUDA_MPS_PIPE_DIRECTORY=$mps/pipe CUDA_MPS_LOG_DIRECTORY=$mps/log \
-        CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct "$bench" --reps 100 >>"$OUT/checkbench-mps.txt" 2>&1 || rc=1
+      CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct "$bench" --reps 100 >>"$OUT/checkbench-mps.txt" 2>&1 || rc=1
     done
-    echo quit | CUDA_MPS_PIPE_DIRECTORY=$mps/pipe nvidia-cuda-mps-control
+    mps_stop
   else
     rc=1
   fi
@@ -520,7 +551,7 @@ PY
 }
 
 # Every step the dispatch below knows (one list: the check and the message).
-known="build unit test demo plugin families pressure observe install litmus memstress perf perfdiag sanitize dump check checkbench checkprofile checkself"
+known="build unit test demo plugin families pressure observe install litmus memstress perf perfdiag sanitize dump check checkbench checkprofile checkself smreach"
 for s in "${steps[@]}"; do
   [[ " $known " == *" $s "* ]] || { echo "ci/gpu.sh: unknown step '$s' (steps: $known)" >&2; exit 2; }
 done
@@ -545,6 +576,7 @@ for s in "${steps[@]}"; do
     checkbench) step_checkbench ;;
     checkprofile) step_checkprofile ;;
     checkself) step_checkself ;;
+    smreach) step_smreach ;;
     sanitize) step_sanitize ;;
     dump) step_dump ;;
   esac

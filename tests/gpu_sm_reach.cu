@@ -1,0 +1,124 @@
+// gpu_sm_reach: a probe, not a test (ci/gpu.sh smreach). How many SMs one
+// kernel reaches from this process: in the runtime's primary context, and in
+// a driver context made with an execution-affinity SM count of every SM (the
+// device check's own context, should MPS grant it more SMs than the rank's
+// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE share; docs/DESIGN.md, "device check").
+// A grid of many short-lived blocks, each staying 200 us and marking the SM
+// it ran on. Prints one line per context; exit 77 (skipped, by name) without
+// a GPU, 1 on a CUDA error, else 0 whatever it measured.
+#include <cuda.h>  // types only: the driver's functions come from the runtime
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstdio>
+
+#include "global_timer.cuh"
+#include "gpu_test_prologue.h"
+
+namespace {
+
+constexpr int kMaskWords = 16;  // up to 512 SMs
+constexpr int kBlocks = 2048;
+
+__global__ void mark_sms(uint32_t* mask) {
+  if (threadIdx.x == 0) {
+    uint32_t sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    atomicOr(&mask[(sm / 32) % kMaskWords], 1u << (sm % 32));
+    const uint64_t until = dcp::global_timer_ns() + 200'000;
+    while (dcp::global_timer_ns() < until) {
+    }
+  }
+}
+
+// The SMs the current context's kernel reached; -1 on a CUDA error (printed).
+int sms_reached(const char* where) {
+  uint32_t* mask = nullptr;
+  uint32_t host[kMaskWords] = {};
+  cudaError_t err = cudaMalloc(&mask, sizeof host);
+  if (err == cudaSuccess) err = cudaMemset(mask, 0, sizeof host);
+  if (err == cudaSuccess) {
+    mark_sms<<<kBlocks, 32>>>(mask);
+    err = cudaGetLastError();
+  }
+  if (err == cudaSuccess) err = cudaMemcpy(host, mask, sizeof host, cudaMemcpyDeviceToHost);
+  if (mask != nullptr) cudaFree(mask);
+  if (err != cudaSuccess) {
+    std::printf("FAIL: gpu_sm_reach: %s: %s\n", where, cudaGetErrorString(err));
+    return -1;
+  }
+  int n = 0;
+  for (uint32_t w : host) n += __builtin_popcount(w);
+  return n;
+}
+
+// The driver's function `name` at CUDA 13.0's version of it, through the
+// runtime (so the probe does not link libcuda and skips by name without a
+// driver); null when the driver lacks it.
+template <typename Fn>
+Fn* driver_fn(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 13000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    return nullptr;
+  }
+  return reinterpret_cast<Fn*>(fn);
+}
+
+}  // namespace
+
+int main() {
+  if (dcp::skip_without_gpu("gpu_sm_reach")) return 77;
+  int sms = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) return 1;
+  const int primary = sms_reached("primary context");
+  if (primary < 0) return 1;
+  std::printf("primary context: %d of %d SMs reached\n", primary, sms);
+  auto* device_get = driver_fn<decltype(cuDeviceGet)>("cuDeviceGet");
+  auto* affinity_support =
+      driver_fn<decltype(cuDeviceGetExecAffinitySupport)>("cuDeviceGetExecAffinitySupport");
+  auto* ctx_create = driver_fn<decltype(cuCtxCreate_v4)>("cuCtxCreate");
+  auto* ctx_affinity = driver_fn<decltype(cuCtxGetExecAffinity)>("cuCtxGetExecAffinity");
+  auto* ctx_destroy = driver_fn<decltype(cuCtxDestroy_v2)>("cuCtxDestroy");
+  auto* error_name = driver_fn<decltype(cuGetErrorName)>("cuGetErrorName");
+  if (!device_get || !affinity_support || !ctx_create || !ctx_affinity || !ctx_destroy ||
+      !error_name) {
+    std::printf("FAIL: gpu_sm_reach: the driver lacks a function this probe needs\n");
+    return 1;
+  }
+  CUdevice dev = 0;
+  int supported = 0;
+  if (device_get(&dev, 0) != CUDA_SUCCESS ||
+      affinity_support(&supported, CU_EXEC_AFFINITY_TYPE_SM_COUNT, dev) != CUDA_SUCCESS) {
+    std::printf("FAIL: gpu_sm_reach: cuDeviceGetExecAffinitySupport\n");
+    return 1;
+  }
+  if (supported == 0) {
+    std::printf("affinity context: not supported here (execution affinity needs MPS)\n");
+    return 0;
+  }
+  CUexecAffinityParam affinity{};
+  affinity.type = CU_EXEC_AFFINITY_TYPE_SM_COUNT;
+  affinity.param.smCount.val = static_cast<unsigned>(sms);
+  CUctxCreateParams params{};
+  params.execAffinityParams = &affinity;
+  params.numExecAffinityParams = 1;
+  CUcontext ctx = nullptr;
+  const CUresult made = ctx_create(&ctx, &params, 0, dev);
+  if (made != CUDA_SUCCESS) {
+    const char* name = nullptr;
+    error_name(made, &name);
+    std::printf("affinity context (asked %d SMs): not made: %s\n", sms, name ? name : "?");
+    return 0;
+  }
+  CUexecAffinityParam granted{};
+  ctx_affinity(&granted, CU_EXEC_AFFINITY_TYPE_SM_COUNT);
+  const int reached = sms_reached("affinity context");  // the runtime uses the current context
+  ctx_destroy(ctx);
+  if (reached < 0) return 1;
+  std::printf("affinity context (asked %d SMs, granted %u): %d of %d SMs reached\n", sms,
+              granted.param.smCount.val, reached, sms);
+  return 0;
+}
