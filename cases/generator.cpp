@@ -66,11 +66,13 @@ Format format_of(DType d) {
   return Format::kFp32;
 }
 
-bool SequenceLayout::row_masked(int src, int token) const {
-  if (query_start_loc.empty()) return false;
+int SequenceLayout::sequence_of(int token) const {
   const auto it = std::upper_bound(query_start_loc.begin(), query_start_loc.end(), token);
-  const auto seq = static_cast<size_t>(it - query_start_loc.begin()) - 1;
-  return seq_lens[static_cast<size_t>(src)][seq] == 0;
+  return static_cast<int>(it - query_start_loc.begin()) - 1;
+}
+
+bool SequenceLayout::row_masked(int src, int token) const {
+  return !query_start_loc.empty() && masked(src, sequence_of(token));
 }
 
 SequenceLayout generate_layout(const Case& c, int group_idx, int op_idx) {

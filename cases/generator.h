@@ -20,6 +20,10 @@ struct SequenceLayout {
   std::vector<int32_t> query_start_loc;        // empty when c.empty == kNone
   std::vector<std::vector<int32_t>> seq_lens;  // [W][S]
   bool row_masked(int src, int token) const;   // src's shard empty for token's sequence
+  // The sequence holding `token` (query_start_loc not empty), and whether
+  // src's shard is empty for it: row_masked(src, t) is masked(src, sequence_of(t)).
+  int sequence_of(int token) const;
+  bool masked(int src, int seq) const { return seq_lens[static_cast<size_t>(src)][static_cast<size_t>(seq)] == 0; }
 };
 SequenceLayout generate_layout(const Case& c, int group_idx, int op_idx);
 

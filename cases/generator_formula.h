@@ -163,14 +163,18 @@ DCP_HD bool lse_special_token(const LseRecipe& r, int token) {
 // A row the layout does not mask: planted when the case plants +-inf or NaN,
 // the token is special and a coin says so (all sources sometimes: an all
 // -inf row); else normal.
-DCP_HD LseRowKind lse_unmasked_kind(const LseRecipe& r, int src, int token) {
+// `special`: lse_special_token(r, token), given by a caller that walks every
+// source of one token.
+DCP_HD LseRowKind lse_unmasked_kind(const LseRecipe& r, int src, int token, bool special) {
   const bool plants = r.special == lse_special::kPosInf || r.special == lse_special::kNegInf ||
                       r.special == lse_special::kNan;
-  if (plants && lse_special_token(r, token) &&
-      (hash_all(r.op_key, kTagSpecial, token, src) & 1)) {
+  if (plants && special && (hash_all(r.op_key, kTagSpecial, token, src) & 1)) {
     return LseRowKind::kPlanted;
   }
   return LseRowKind::kNormal;
+}
+DCP_HD LseRowKind lse_unmasked_kind(const LseRecipe& r, int src, int token) {
+  return lse_unmasked_kind(r, src, token, lse_special_token(r, token));
 }
 
 // The LSE of (src, token, head) as drawn, before the rounding to its dtype.

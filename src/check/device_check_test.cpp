@@ -227,6 +227,30 @@ TEST_CASE("the device checker's arithmetic agrees with the CPU checker bit for b
   CHECK(passing >= 20);
 }
 
+TEST_CASE("row_kinds_of is row_kind for every source and token") {
+  const Geometry g = custom_geometry(4, 64, 130, 6);
+  int seen[3] = {};  // normal, masked, planted
+  for (uint64_t index = 0; index < 300; ++index) {
+    const Case c = random_case(0x50A7D5, index, 2 + static_cast<int>(index % 7), g);
+    const OpGenerator gen(c, static_cast<int>(index % 2), static_cast<int>(index % 5));
+    const std::vector<uint8_t> kinds = row_kinds_of(c, gen);
+    REQUIRE(kinds.size() == static_cast<size_t>(c.dcp_size) * c.num_tokens);
+    for (int s = 0; s < c.dcp_size; ++s) {
+      for (int t = 0; t < c.num_tokens; ++t) {
+        const auto want = static_cast<uint8_t>(gen.row_kind(s, t));
+        REQUIRE_MESSAGE(kinds[static_cast<size_t>(s) * c.num_tokens + t] == want,
+                        format_case_id(c), " source ", s, " token ", t);
+        ++seen[want == static_cast<uint8_t>(LseRowKind::kNormal)   ? 0
+               : want == static_cast<uint8_t>(LseRowKind::kMasked) ? 1
+                                                                   : 2];
+      }
+    }
+  }
+  CHECK(seen[0] > 0);
+  CHECK(seen[1] > 0);
+  CHECK(seen[2] > 0);
+}
+
 TEST_CASE("the device's LSE stream is generate_source_lse, bit for bit") {
   const Geometry g = custom_geometry(4, 64, 40, 6);
   for (uint64_t index = 0; index < 60; ++index) {

@@ -15,11 +15,22 @@ bool device_checkable(const Case& c, const CheckProfile& profile) {
          (c.out_dtype == DType::kFp16 || c.out_dtype == DType::kBf16);
 }
 
+// gen.row_kind of every (source, token), token by token: the token's
+// sequence and special draw once for all its sources (held equal to
+// row_kind by device_check_test).
 std::vector<uint8_t> row_kinds_of(const Case& c, const OpGenerator& gen) {
+  const SequenceLayout& layout = gen.layout();
+  const LseRecipe& recipe = gen.lse_recipe();
+  const bool has_layout = !layout.query_start_loc.empty();
   std::vector<uint8_t> kinds(static_cast<size_t>(c.dcp_size) * c.num_tokens);
-  for (int s = 0; s < c.dcp_size; ++s) {
-    for (int t = 0; t < c.num_tokens; ++t) {
-      kinds[static_cast<size_t>(s) * c.num_tokens + t] = static_cast<uint8_t>(gen.row_kind(s, t));
+  for (int t = 0; t < c.num_tokens; ++t) {
+    const int seq = has_layout ? layout.sequence_of(t) : -1;
+    const bool special = lse_special_token(recipe, t);
+    for (int s = 0; s < c.dcp_size; ++s) {
+      const LseRowKind kind = has_layout && layout.masked(s, seq)
+                                  ? LseRowKind::kMasked
+                                  : lse_unmasked_kind(recipe, s, t, special);
+      kinds[static_cast<size_t>(s) * c.num_tokens + t] = static_cast<uint8_t>(kind);
     }
   }
   return kinds;
