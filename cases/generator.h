@@ -23,7 +23,9 @@ struct SequenceLayout {
   // The sequence holding `token` (query_start_loc not empty), and whether
   // src's shard is empty for it: row_masked(src, t) is masked(src, sequence_of(t)).
   int sequence_of(int token) const;
-  bool masked(int src, int seq) const { return seq_lens[static_cast<size_t>(src)][static_cast<size_t>(seq)] == 0; }
+  bool masked(int src, int seq) const {
+    return seq_lens[static_cast<size_t>(src)][static_cast<size_t>(seq)] == 0;
+  }
 };
 SequenceLayout generate_layout(const Case& c, int group_idx, int op_idx);
 

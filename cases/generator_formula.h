@@ -111,10 +111,13 @@ struct OutputRecipe {
 DCP_HD uint16_t recipe_nan(const OutputRecipe& r) { return r.bf16 ? 0x7FC0u : 0x7E00u; }
 // Element d of the normal row (t, head) drawn as `draw` (row_draw(row_key,
 // t * heads + head)), as stored.
+// The row's part of the table (r.table set): element d is at [row_index(draw, d)].
+DCP_HD const uint16_t* recipe_row_table(const OutputRecipe& r, const RowDraw& draw) {
+  return r.table + value_table_slot(r.bf16, draw.scale_k, 0);
+}
 DCP_HD uint16_t recipe_row_bits(const OutputRecipe& r, const RowDraw& draw, int64_t d) {
   const uint32_t i = row_index(draw, d);
-  return r.table != nullptr ? r.table[value_table_slot(r.bf16, draw.scale_k, i)]
-                            : value_table_bits(r.bf16, draw.scale_k, i);
+  return r.table != nullptr ? recipe_row_table(r, draw)[i] : value_table_bits(r.bf16, draw.scale_k, i);
 }
 // Element `col` of token `t` (col < token_stride), as stored.
 DCP_HD uint16_t recipe_bits(const OutputRecipe& r, int t, int64_t col) {

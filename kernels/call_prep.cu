@@ -27,7 +27,7 @@ __device__ void write_partial_output(const CallPrep& p, int64_t first, int64_t s
     // one element at a time waited for a table read each).
     // The table is there (launch_call_prep): recipe_row_bits' table branch.
     constexpr int kBatch = 8;
-    const uint16_t* table = r.table + value_table_slot(r.bf16, draw.scale_k, 0);
+    const uint16_t* table = recipe_row_table(r, draw);
     for (int d0 = lane; d0 < r.head_dim; d0 += 32 * kBatch) {
       uint16_t v[kBatch];
       DCP_UNROLL for (int k = 0; k < kBatch; ++k) {
