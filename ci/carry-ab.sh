@@ -5,7 +5,7 @@
 # gpu_check_agree: the device check's verdicts), then the check kernel alone
 # for both on one rank's MPS share at world 8 (gpu_check_bench, 12%), then
 # stress (kimi, MPS, seed 11, AB_DURATION each, default 8s) at the worlds in
-# AB_WORLDS (default "8 4 2"), A then B, AB_ROUNDS times (default 1), then B's
+# AB_WORLDS (default "8 4 2"; empty: none), A then B, AB_ROUNDS times (default 1), then B's
 # check-twice and prep-twice at world 8 (their marginal costs: ci/perf.py
 # --diag; AB_TWICE=0 skips them). Prints one line per run and a summary; everything lands in
 # $OUT/all.tgz only (the device tool brings back a few files).
@@ -13,7 +13,10 @@
 #   bash ci/carry-ab.sh build-carry-main build-carry-next
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+# shellcheck source=ci/mps.bash
+source ci/mps.bash
 A=${1:?usage: ci/carry-ab.sh CARRY_A CARRY_B} B=${2:?usage: ci/carry-ab.sh CARRY_A CARRY_B}
+declare -A build=([A]=$A [B]=$B)
 OUT=${OUT:-/tmp/out}
 work=$(mktemp -d)
 status=0
@@ -27,24 +30,18 @@ run() {  # run CARRY NAME ARGS...: one program of a carried build, its log kept
 }
 run "$B" inputs-b "$B/tests/gpu_inputs" || status=1
 run "$B" agree-b "$B/tests/gpu_check_agree" || status=1
-mps=$(mktemp -d)
-mkdir -p "$mps/pipe" "$mps/log"
-if CUDA_MPS_PIPE_DIRECTORY=$mps/pipe CUDA_MPS_LOG_DIRECTORY=$mps/log nvidia-cuda-mps-control -d; then
+if mps_start; then
   for side in A B; do
-    carry=$A
-    [[ $side == B ]] && carry=$B
-    CUDA_MPS_PIPE_DIRECTORY=$mps/pipe CUDA_MPS_LOG_DIRECTORY=$mps/log CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12 \
-      run "$carry" "bench12-$side" "$carry/tests/gpu_check_bench" --reps 100
+    CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12 run "${build[$side]}" "bench12-$side" \
+      "${build[$side]}/tests/gpu_check_bench" --reps 100
     grep -E '^ +8 ' "$work/bench12-$side.log"
   done
-  echo quit | CUDA_MPS_PIPE_DIRECTORY=$mps/pipe nvidia-cuda-mps-control
+  mps_stop
 fi
 for round in $(seq "${AB_ROUNDS:-1}"); do
-  for w in ${AB_WORLDS:-8 4 2}; do
+  for w in ${AB_WORLDS-8 4 2}; do
     for side in A B; do
-      carry=$A
-      [[ $side == B ]] && carry=$B
-      run "$carry" "stress-w$w-$side-$round" "$carry/src/dcp-check" stress --world "$w" --geometry kimi \
+      run "${build[$side]}" "stress-w$w-$side-$round" "${build[$side]}/src/dcp-check" stress --world "$w" --geometry kimi \
         --mps on --duration "${AB_DURATION:-8s}" --seed 11 --json "$work/stress-w$w-$side-$round.json" ||
         status=1
     done

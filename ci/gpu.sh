@@ -40,6 +40,8 @@
 #   an MPS share of 50/25/12% of the SMs, then Nsight Compute on both at W=4, T=128.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+# shellcheck source=ci/mps.bash
+source ci/mps.bash
 
 OUT=${OUT:-/tmp/out}
 BUILD_DIR=${BUILD_DIR:-build-gpu}
@@ -408,20 +410,6 @@ step_perfdiag() {  # what bounds the device-checked run: one knob off at a time,
   fi
   python3 ci/perf.py --diag "$OUT" | tee "$OUT/perfdiag.md"
   record "perf diagnosis" "${PIPESTATUS[0]}" $((SECONDS - start)) "$OUT/perfdiag.md"
-}
-
-# A private MPS control daemon for a step's own programs (dcp-check starts its
-# own with --mps on): mps_start exports its directories, mps_stop quits it.
-mps_start() {
-  local dir
-  dir=$(mktemp -d)
-  mkdir -p "$dir/pipe" "$dir/log"
-  export CUDA_MPS_PIPE_DIRECTORY=$dir/pipe CUDA_MPS_LOG_DIRECTORY=$dir/log
-  nvidia-cuda-mps-control -d || { mps_stop; return 1; }
-}
-mps_stop() {
-  [[ -n ${CUDA_MPS_PIPE_DIRECTORY:-} ]] && echo quit | nvidia-cuda-mps-control >/dev/null 2>&1
-  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 }
 
 # Does an execution-affinity context get more SMs than the rank's MPS share?
