@@ -383,10 +383,12 @@ step_perfdiag() {  # what bounds the device-checked run: one knob off at a time,
     # The default run and the CPU checker's are perf's (run perf first).
     # NAME:ENV:ARGS. sync-spin: the host spins on the device (wake-up latency
     # off the run, host CPU per call up); check-twice, prep-twice: that step
-    # launched twice per call (its marginal cost in the real run).
+    # launched twice per call (its marginal cost in the real run); phase-cpu:
+    # the phases in the main thread's CPU time (where the host CPU per call goes).
     for v in "observe-off::--observe off" "mstress-off::--mstress off" \
       "both-off::--observe off --mstress off" "sync-spin:DCP_SYNC=spin:" \
-      "check-twice:DCP_STEP_TWICE=check:" "prep-twice:DCP_STEP_TWICE=prep:"; do
+      "check-twice:DCP_STEP_TWICE=check:" "prep-twice:DCP_STEP_TWICE=prep:" \
+      "phase-cpu:DCP_PHASE_CLOCK=cpu:"; do
       local name=${v%%:*} rest=${v#*:}
       [[ -z ${DIAG_ONLY:-} || " $DIAG_ONLY " == *" $name "* ]] || continue  # DIAG_ONLY="NAME ..."
       # shellcheck disable=SC2086

@@ -111,6 +111,27 @@ def marginal_costs(out):
     return "\n".join(lines)
 
 
+def host_cpu_by_phase(out):
+    """The phase-cpu run (DCP_PHASE_CLOCK=cpu): each phase in the CPU time of
+    the thread that timed it (the main thread's, but check: the pool's), per
+    call and rank, beside the main thread's whole CPU time: what the phases
+    leave out is the rest of the loop (messages, reports)."""
+    lines = ["host CPU per call and rank by phase, us (DCP_PHASE_CLOCK=cpu; check is the pool's):",
+             "| world | calls/s | " + " | ".join(PHASES) + " | phases of the main thread, sum | main thread | process |",
+             "|---|---|" + "---|" * len(PHASES) + "---|---|---|"]
+    for w in GOALS:
+        r = load(out, f"perfdiag-w{w}-phase-cpu.json")
+        if r is None or "stress" not in r:
+            continue
+        ranks = r["phases"]["per_rank"]
+        per_call = 1e3 / max(1, r["stress"]["num_calls"]) / max(1, len(ranks))
+        us = {p: per_call * sum(x.get(p + "_ms", 0) for x in ranks) for p in PHASES + ["cpu", "main_cpu"]}
+        main_sum = sum(us[p] for p in PHASES if p != "check")
+        lines.append(f"| {w} | {r['stress']['calls_per_s']:.0f} | " + " | ".join(f"{us[p]:.1f}" for p in PHASES) +
+                     f" | {main_sum:.1f} | {us['main_cpu']:.1f} | {us['cpu']:.1f} |")
+    return "\n".join(lines)
+
+
 TRACE = re.compile(r"trace rank (\d+): (.+?): host call ([\d.]+) ms, then complete after ([\d.]+) ms")
 
 
@@ -132,6 +153,8 @@ def diag(out):
         print(f"| {w} | {variant} | {g['rate']:.0f} ({g['verdict']}) | {g['core_ms']:.3f} | {g['bound']} | {g['phases']} |")
     print()
     print(marginal_costs(out))
+    print()
+    print(host_cpu_by_phase(out))
     steps = defaultdict(lambda: [0, 0.0, 0.0])
     try:
         for line in (out / "perfdiag-trace.err").read_text().splitlines():

@@ -1,12 +1,15 @@
 // Where one rank's time goes in a case: wall milliseconds per phase, summed
-// over the case's calls. The check of call k runs beside the launch and wait
+// over the case's calls (DCP_PHASE_CLOCK=cpu: the lapping thread's CPU
+// milliseconds instead; see PhaseClock). The check of call k runs beside the launch and wait
 // of call k + 1, so the phases can add up to more than the case's elapsed
 // time; check_wait_ms is the part of the check the runner waited for.
 #pragma once
 
-#include <chrono>
-
 namespace dcp {
+
+// CPU time so far, milliseconds: of this process (every thread), of the calling thread.
+double process_cpu_ms();
+double thread_cpu_ms();
 
 struct PhaseTimes {
   double generate_ms = 0;    // host input generation
@@ -64,20 +67,24 @@ inline PhaseTimes& PhaseTimes::operator/=(double n) {
   return *this;
 }
 
-// Adds the time since the last lap (or construction) to a phase.
+// Adds the time since the last lap (or construction) to a phase: wall time,
+// or with DCP_PHASE_CLOCK=cpu (diagnosis only, read once per process) the
+// calling thread's CPU time, so the phases say where a rank's host CPU goes
+// (ci/gpu.sh perfdiag's phase-cpu run). A clock laps on the thread that made it.
 class PhaseClock {
  public:
-  using Clock = std::chrono::steady_clock;
-  PhaseClock() : last_(Clock::now()) {}
+  PhaseClock() : last_(now_ms()) {}
   void lap(double& into) {
-    const Clock::time_point now = Clock::now();
-    into += std::chrono::duration<double, std::milli>(now - last_).count();
+    const double now = now_ms();
+    into += now - last_;
     last_ = now;
   }
-  void restart() { last_ = Clock::now(); }
+  void restart() { last_ = now_ms(); }
+  static bool counts_cpu();  // DCP_PHASE_CLOCK=cpu
 
  private:
-  Clock::time_point last_;
+  static double now_ms();
+  double last_;
 };
 
 }  // namespace dcp

@@ -36,15 +36,6 @@
 namespace dcp {
 namespace {
 
-// CPU time so far of this process (every thread) and of the calling thread.
-double cpu_clock_ms(clockid_t clock) {
-  timespec t{};
-  clock_gettime(clock, &t);
-  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
-}
-double process_cpu_ms() { return cpu_clock_ms(CLOCK_PROCESS_CPUTIME_ID); }
-double thread_cpu_ms() { return cpu_clock_ms(CLOCK_THREAD_CPUTIME_ID); }
-
 struct WorkerArgs {
   std::string socket_path;
   int rank = -1;
