@@ -4,8 +4,11 @@
 // device check's own context, should MPS grant it more SMs than the rank's
 // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE share; docs/DESIGN.md, "device check").
 // A grid of many short-lived blocks, each staying 200 us and marking the SM
-// it ran on. Prints one line per context; exit 77 (skipped, by name) without
-// a GPU, 1 on a CUDA error, else 0 whatever it measured.
+// it ran on. Then what such a context can share with the primary one (the
+// check would read the op's buffers there): the primary context's device
+// memory, its pinned host memory, and an event of its stream. Prints one
+// line per finding; exit 77 (skipped, by name) without a GPU, 1 on a CUDA
+// error outside the sharing tests, else 0 whatever it measured.
 #include <cuda.h>  // types only: the driver's functions come from the runtime
 #include <cuda_runtime_api.h>
 
@@ -67,6 +70,49 @@ Fn* driver_fn(const char* name) {
   return reinterpret_cast<Fn*>(fn);
 }
 
+__global__ void sum_words(const uint32_t* in, int n, uint32_t* out) {
+  uint32_t s = 0;
+  for (int i = 0; i < n; ++i) s += in[i];
+  *out = s;
+}
+
+__global__ void fill_words(uint32_t* p, int n, uint32_t v) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x) p[i] = v;
+}
+
+const char* verdict(cudaError_t err, bool right) {
+  return err != cudaSuccess ? cudaGetErrorName(err) : right ? "yes" : "no (wrong values)";
+}
+
+// In the current (affinity) context: does it reach what the primary context
+// made? `device` holds kWords words of 3, `pinned` is the primary's
+// cudaMallocHost memory (default flags), `done` an event its stream recorded.
+constexpr int kWords = 256;
+void probe_sharing(const uint32_t* device, uint32_t* pinned, cudaEvent_t done) {
+  cudaStream_t s = nullptr;
+  cudaError_t err = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  if (err == cudaSuccess) err = cudaStreamWaitEvent(s, done, 0);
+  if (err == cudaSuccess) err = cudaStreamSynchronize(s);
+  std::printf("affinity context waits on the primary's event: %s\n", verdict(err, true));
+  uint32_t* own = nullptr;
+  err = cudaMalloc(&own, sizeof(uint32_t));
+  if (err == cudaSuccess) {
+    *pinned = 0;
+    fill_words<<<1, 32, 0, s>>>(pinned, 1, 42);
+    err = cudaGetLastError();
+    if (err == cudaSuccess) err = cudaStreamSynchronize(s);
+    std::printf("affinity context writes the primary's pinned host memory: %s\n",
+                verdict(err, *pinned == 42));
+    sum_words<<<1, 1, 0, s>>>(device, kWords, own);
+    err = cudaGetLastError();
+    uint32_t sum = 0;
+    if (err == cudaSuccess) err = cudaStreamSynchronize(s);
+    if (err == cudaSuccess) err = cudaMemcpy(&sum, own, sizeof sum, cudaMemcpyDeviceToHost);
+    std::printf("affinity context reads the primary's device memory: %s\n",
+                verdict(err, sum == 3u * kWords));
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -99,6 +145,28 @@ int main() {
     std::printf("affinity context: not supported here (execution affinity needs MPS)\n");
     return 0;
   }
+  // The primary context's buffers and event, for probe_sharing.
+  uint32_t* device = nullptr;
+  uint32_t* pinned = nullptr;
+  cudaEvent_t done = nullptr;
+  if (cudaMalloc(&device, kWords * sizeof(uint32_t)) != cudaSuccess ||
+      cudaMallocHost(&pinned, sizeof(uint32_t)) != cudaSuccess ||
+      cudaEventCreateWithFlags(&done, cudaEventDisableTiming) != cudaSuccess) {
+    std::printf("FAIL: gpu_sm_reach: the primary context's buffers\n");
+    return 1;
+  }
+  fill_words<<<1, 256>>>(device, kWords, 3);
+  if (cudaEventRecord(done, nullptr) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess) {
+    std::printf("FAIL: gpu_sm_reach: filling the primary context's buffer\n");
+    return 1;
+  }
+  // A plain driver context (no affinity): does the share bind it too?
+  CUcontext plain = nullptr;
+  if (ctx_create(&plain, nullptr, 0, dev) == CUDA_SUCCESS) {
+    const int n = sms_reached("plain context");
+    ctx_destroy(plain);
+    std::printf("plain driver context: %d of %d SMs reached\n", n, sms);
+  }
   CUexecAffinityParam affinity{};
   affinity.type = CU_EXEC_AFFINITY_TYPE_SM_COUNT;
   affinity.param.smCount.val = static_cast<unsigned>(sms);
@@ -116,9 +184,12 @@ int main() {
   CUexecAffinityParam granted{};
   ctx_affinity(&granted, CU_EXEC_AFFINITY_TYPE_SM_COUNT);
   const int reached = sms_reached("affinity context");  // the runtime uses the current context
+  if (reached >= 0) {
+    std::printf("affinity context (asked %d SMs, granted %u): %d of %d SMs reached\n", sms,
+                granted.param.smCount.val, reached, sms);
+    probe_sharing(device, pinned, done);
+  }
   ctx_destroy(ctx);
   if (reached < 0) return 1;
-  std::printf("affinity context (asked %d SMs, granted %u): %d of %d SMs reached\n", sms,
-              granted.param.smCount.val, reached, sms);
   return 0;
 }
