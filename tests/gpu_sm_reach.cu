@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 
 #include "global_timer.cuh"
 #include "gpu_test_prologue.h"
@@ -115,7 +116,7 @@ void probe_sharing(const uint32_t* device, uint32_t* pinned, cudaEvent_t done) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {  // argv[1]: the SMs to ask for (default: all it sees)
   if (dcp::skip_without_gpu("gpu_sm_reach")) return 77;
   int sms = 0;
   if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0) != cudaSuccess) return 1;
@@ -169,7 +170,8 @@ int main() {
   }
   CUexecAffinityParam affinity{};
   affinity.type = CU_EXEC_AFFINITY_TYPE_SM_COUNT;
-  affinity.param.smCount.val = static_cast<unsigned>(sms);
+  const int ask = argc > 1 ? std::atoi(argv[1]) : sms;
+  affinity.param.smCount.val = static_cast<unsigned>(ask);
   CUctxCreateParams params{};
   params.execAffinityParams = &affinity;
   params.numExecAffinityParams = 1;
@@ -178,14 +180,14 @@ int main() {
   if (made != CUDA_SUCCESS) {
     const char* name = nullptr;
     error_name(made, &name);
-    std::printf("affinity context (asked %d SMs): not made: %s\n", sms, name ? name : "?");
+    std::printf("affinity context (asked %d SMs): not made: %s\n", ask, name ? name : "?");
     return 0;
   }
   CUexecAffinityParam granted{};
   ctx_affinity(&granted, CU_EXEC_AFFINITY_TYPE_SM_COUNT);
   const int reached = sms_reached("affinity context");  // the runtime uses the current context
   if (reached >= 0) {
-    std::printf("affinity context (asked %d SMs, granted %u): %d of %d SMs reached\n", sms,
+    std::printf("affinity context (asked %d SMs, granted %u): %d of %d SMs reached\n", ask,
                 granted.param.smCount.val, reached, sms);
     probe_sharing(device, pinned, done);
   }
