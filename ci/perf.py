@@ -113,10 +113,12 @@ def marginal_costs(out):
 
 def host_cpu_by_phase(out):
     """The phase-cpu run (DCP_PHASE_CLOCK=cpu): each phase in the CPU time of
-    the thread that timed it (the main thread's, but check: the pool's), per
-    call and rank, beside the main thread's whole CPU time: what the phases
-    leave out is the rest of the loop (messages, reports)."""
-    lines = ["host CPU per call and rank by phase, us (DCP_PHASE_CLOCK=cpu; check is the pool's):",
+    the thread that timed it, per call and rank, beside the main thread's
+    whole CPU time. check is left out of the main thread's sum: a copied
+    call's check runs on the pool, a device verdict's inline on the main
+    thread (so the sum's gap to the main thread is the rest of the loop,
+    messages and reports, plus that inline part)."""
+    lines = ["host CPU per call and rank by phase, us (DCP_PHASE_CLOCK=cpu; check: the pool's and the inline device verdicts', not in the sum):",
              "| world | calls/s | " + " | ".join(PHASES) + " | phases of the main thread, sum | main thread | process |",
              "|---|---|" + "---|" * len(PHASES) + "---|---|---|"]
     for w in GOALS:
