@@ -415,8 +415,9 @@ step_perfdiag() {  # what bounds the device-checked run: one knob off at a time,
 }
 
 # Does an execution-affinity context get more SMs than the rank's MPS share?
-# (tests/gpu_sm_reach: the SMs one kernel reaches, primary context and an
-# affinity context asking for every SM), alone and on a 12% share.
+# (tests/gpu_sm_reach: the SMs one kernel reaches, primary, plain and
+# affinity contexts, the last asking for every SM it sees, and what the
+# affinity context shares with the primary one), alone and on a 12% share.
 step_smreach() {
   local start=$SECONDS rc probe=$BUILD_DIR/tests/gpu_sm_reach
   { echo "== alone"; "$probe"; } >"$OUT/smreach.txt" 2>&1

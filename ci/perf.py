@@ -39,6 +39,7 @@ def summary(report):
         "rate": rate,
         "verdict": report["verdict"],
         "bound": report["phases"]["bound_by"],
+        "means": means,  # per rank, s
         "phases": " / ".join(f"{means[p]:.2f}" for p in PHASES),
         "core_ms": cpu_ms_per_rank / max(calls, 1),
         "main_core_ms": main_ms_per_rank / max(calls, 1),  # 0 from builds before main_cpu_ms
@@ -125,12 +126,11 @@ def host_cpu_by_phase(out):
         r = load(out, f"perfdiag-w{w}-phase-cpu.json")
         if r is None or "stress" not in r:
             continue
-        ranks = r["phases"]["per_rank"]
-        per_call = 1e3 / max(1, r["stress"]["num_calls"]) / max(1, len(ranks))
-        us = {p: per_call * sum(x.get(p + "_ms", 0) for x in ranks) for p in PHASES + ["cpu", "main_cpu"]}
+        g = summary(r)
+        us = {p: 1e6 * s / max(1, r["stress"]["num_calls"]) for p, s in g["means"].items()}
         main_sum = sum(us[p] for p in PHASES if p != "check")
-        lines.append(f"| {w} | {r['stress']['calls_per_s']:.0f} | " + " | ".join(f"{us[p]:.1f}" for p in PHASES) +
-                     f" | {main_sum:.1f} | {us['main_cpu']:.1f} | {us['cpu']:.1f} |")
+        lines.append(f"| {w} | {g['rate']:.0f} | " + " | ".join(f"{us[p]:.1f}" for p in PHASES) +
+                     f" | {main_sum:.1f} | {1e3 * g['main_core_ms']:.1f} | {1e3 * g['core_ms']:.1f} |")
     return "\n".join(lines)
 
 

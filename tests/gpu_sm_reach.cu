@@ -1,8 +1,9 @@
 // gpu_sm_reach: a probe, not a test (ci/gpu.sh smreach). How many SMs one
-// kernel reaches from this process: in the runtime's primary context, and in
-// a driver context made with an execution-affinity SM count of every SM (the
-// device check's own context, should MPS grant it more SMs than the rank's
-// CUDA_MPS_ACTIVE_THREAD_PERCENTAGE share; docs/DESIGN.md, "device check").
+// kernel reaches from this process: in the runtime's primary context, a plain
+// driver context, and a driver context made with an execution-affinity SM
+// count (argv[1], default every SM the process sees): could the device check
+// have more SMs than the rank's CUDA_MPS_ACTIVE_THREAD_PERCENTAGE share?
+// (docs/DESIGN.md, "The check on the GPU": it cannot.)
 // A grid of many short-lived blocks, each staying 200 us and marking the SM
 // it ran on. Then what such a context can share with the primary one (the
 // check would read the op's buffers there): the primary context's device
@@ -111,6 +112,7 @@ void probe_sharing(const uint32_t* device, uint32_t* pinned, cudaEvent_t done) {
     if (err == cudaSuccess) err = cudaMemcpy(&sum, own, sizeof sum, cudaMemcpyDeviceToHost);
     std::printf("affinity context reads the primary's device memory: %s\n",
                 verdict(err, sum == 3u * kWords));
+    cudaFree(own);
   }
 }
 

@@ -17,6 +17,11 @@ double clock_ms(clockid_t clock) {
 
 }  // namespace
 
+double wall_ms() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 double process_cpu_ms() { return clock_ms(CLOCK_PROCESS_CPUTIME_ID); }
 double thread_cpu_ms() { return clock_ms(CLOCK_THREAD_CPUTIME_ID); }
 
@@ -28,11 +33,6 @@ bool PhaseClock::counts_cpu() {
   return cpu;
 }
 
-double PhaseClock::now_ms() {
-  if (counts_cpu()) return thread_cpu_ms();
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+double PhaseClock::now_ms() { return counts_cpu() ? thread_cpu_ms() : wall_ms(); }
 
 }  // namespace dcp

@@ -1,13 +1,16 @@
 // Where one rank's time goes in a case: wall milliseconds per phase, summed
 // over the case's calls (DCP_PHASE_CLOCK=cpu: the lapping thread's CPU
-// milliseconds instead; see PhaseClock). The check of call k runs beside the launch and wait
-// of call k + 1, so the phases can add up to more than the case's elapsed
-// time; check_wait_ms is the part of the check the runner waited for.
+// milliseconds instead; see PhaseClock). The check of call k runs beside the
+// launch and wait of call k + 1, so the phases can add up to more than the
+// case's elapsed time; check_wait_ms is the part of the check the runner
+// waited for.
 #pragma once
 
 namespace dcp {
 
-// CPU time so far, milliseconds: of this process (every thread), of the calling thread.
+// Milliseconds on a steady wall clock (differences only), and CPU time so
+// far: of this process (every thread), of the calling thread.
+double wall_ms();
 double process_cpu_ms();
 double thread_cpu_ms();
 

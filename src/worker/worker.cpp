@@ -9,7 +9,6 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <chrono>
 #include <ctime>
 #include <map>
 #include <memory>
@@ -384,12 +383,7 @@ void Worker::join_finisher() {
 void Worker::run_one_case(const nlohmann::json& msg) {
   // worker_ms is wall time whatever DCP_PHASE_CLOCK says (the finisher thread
   // may end it, and a CPU clock laps only on the thread that made it).
-  const auto handled_since = std::chrono::steady_clock::now();
-  const auto handled_ms = [handled_since] {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                     handled_since)
-        .count();
-  };
+  const double handled_since = wall_ms();
   const int index = msg.at("index").get<int>();
   launch_observer::set_case(index);
   // "Began": should this rank die now, while the previous case's last check
@@ -419,9 +413,9 @@ void Worker::run_one_case(const nlohmann::json& msg) {
       joined.lap(join_ms);
       run->add_phase_ms(&PhaseTimes::idle_ms, join_ms);
       if (run->check_pending() && next_case_waiting()) {
-        finisher_ = std::thread([this, index, handled_ms, run = std::move(run)]() mutable {
+        finisher_ = std::thread([this, index, handled_since, run = std::move(run)]() mutable {
           RankCaseResult r = run->finish_beside_next();
-          r.worker_ms += handled_ms();
+          r.worker_ms += wall_ms() - handled_since;
           try {
             send_result(index, r);
           } catch (const std::exception&) {
@@ -448,7 +442,7 @@ void Worker::run_one_case(const nlohmann::json& msg) {
     }
   }
   join_finisher();
-  result.worker_ms += handled_ms();
+  result.worker_ms += wall_ms() - handled_since;
   send_result(index, result);
 }
 
