@@ -227,6 +227,87 @@ TEST_CASE("the device checker's arithmetic agrees with the CPU checker bit for b
   CHECK(passing >= 20);
 }
 
+// count_elements screens with |want| for the |w x| sum: never a larger
+// tolerance than the element's (so what passes it passes), and an element
+// between the two is counted again exactly.
+TEST_CASE("the count's screen never passes what the exact tolerance fails") {
+  namespace cm = check_math;
+  Rng rng(0x5C4EE7);
+  const auto u = [&rng] { return unit_double(rng.next()); };
+  int between = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const bool bf16 = i % 2 == 0;
+    const int mantissa = bf16 ? 7 : 10, bias = bf16 ? 127 : 15;
+    const double want = std::ldexp(u() * 2 - 1, static_cast<int>(rng.below(40)) - 20);
+    const double abs_sum = cm::add(cm::abs(want), std::ldexp(u(), static_cast<int>(rng.below(40)) - 20));
+    const double scale = cm::bound_scale(2 + static_cast<int>(rng.below(7)), u() * 40);
+    const double screen = cm::element_tolerance(mantissa, bias, want, cm::abs(want), scale);
+    const double exact = cm::element_tolerance(mantissa, bias, want, abs_sum, scale);
+    REQUIRE(screen <= exact);
+    const double got = want + (u() * 2 - 1) * 2 * exact;
+    if (cm::element_passes(got, want, screen)) REQUIRE(cm::element_passes(got, want, exact));
+    between += !cm::element_passes(got, want, screen) && cm::element_passes(got, want, exact);
+  }
+  CHECK(between > 1000);  // the property was tested where it matters
+}
+
+TEST_CASE("an element the screen cannot pass is counted from its exact tolerance") {
+  namespace cm = check_math;
+  // Two sources of weight 1/2 whose table values cancel at one dim: want is
+  // 0 there, so the screen's tolerance is ~2^-100, the exact one ~u32 |x|.
+  const uint16_t* table = host_value_table();
+  uint32_t o2 = 0;
+  int dim = -1;
+  for (uint32_t o = 1; o < kValueTableSize && dim < 0; ++o) {
+    for (int d = 0; d < 8 && dim < 0; ++d) {
+      if (table[value_table_slot(true, 0, static_cast<uint32_t>(d))] ==
+          (table[value_table_slot(true, 0, (o + static_cast<uint32_t>(d)) & (kValueTableSize - 1))] ^ 0x8000u)) {
+        o2 = o;
+        dim = d;
+      }
+    }
+  }
+  REQUIRE(dim >= 0);
+  DeviceCheckParams p;
+  p.num_tokens = 1;
+  p.heads = 1;
+  p.head_dim = 8;
+  p.dcp_size = 2;
+  p.table = table;
+  CheckRow r;
+  r.count = 2;
+  r.any = true;
+  r.weight[0] = r.weight[1] = 0.5;
+  r.draw[0] = RowDraw{0, 0};
+  r.draw[1] = RowDraw{o2, 0};
+  r.scale = cm::bound_scale(2, 4.0);
+  // The output: the reference rounded to bf16, and at `dim` 2^-20 instead of 0.
+  std::vector<uint8_t> out(16);
+  p.output = out.data();
+  ElementCheck ref[8];
+  check_elements<8>(p, r, 0, 0, 1, 8, ref);  // for want
+  for (int d = 0; d < 8; ++d) {
+    const float f = static_cast<float>(ref[d].want);
+    uint32_t b;
+    std::memcpy(&b, &f, 4);
+    uint16_t h = static_cast<uint16_t>((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);  // RN to bf16
+    if (d == dim) h = 0x3580;  // 2^-20
+    out[2 * d] = static_cast<uint8_t>(h & 0xFF);
+    out[2 * d + 1] = static_cast<uint8_t>(h >> 8);
+  }
+  ElementCheck e[8];
+  check_elements<8>(p, r, 0, 0, 1, 8, e);
+  REQUIRE(e[dim].want == 0);
+  CHECK(e[dim].pass);  // within u32 |x| scale
+  CHECK_FALSE(element_verdict<true>(r, 0x3580, e[dim].want, 0).pass);  // not within the screen's
+  ElementCounts counted, want_counts;
+  count_elements<true, 8>(p, r, 0, 0, 1, 8, counted);
+  for (const ElementCheck& x : e) want_counts.add(x);
+  CHECK(counted.checked == want_counts.checked);
+  CHECK(counted.bad == want_counts.bad);
+  CHECK(want_counts.bad == 0);
+}
+
 TEST_CASE("row_kinds_of is row_kind for every source and token") {
   const Geometry g = custom_geometry(4, 64, 130, 6);
   int seen[3] = {};  // normal, masked, planted
