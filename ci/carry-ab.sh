@@ -3,7 +3,7 @@
 # of tree B against tree A in one call, no build on the device. First B's GPU
 # programs that hold it to the host (gpu_inputs: the preparation's bytes;
 # gpu_check_agree: the device check's verdicts), then the check kernel alone
-# for both on one rank's MPS share at world 8 (gpu_check_bench, 12%), then
+# for both on one rank's MPS share at world 8 (gpu_check_bench, 12.5%), then
 # stress (kimi, MPS, seed 11, AB_DURATION each, default 8s) at the worlds in
 # AB_WORLDS (default "8 4 2"; empty: none), A then B, AB_ROUNDS times (default 1), then B's
 # check-twice and prep-twice at world 8 (their marginal costs: ci/perf.py
@@ -32,7 +32,7 @@ run "$B" inputs-b "$B/tests/gpu_inputs" || status=1
 run "$B" agree-b "$B/tests/gpu_check_agree" || status=1
 if mps_start; then
   for side in A B; do
-    CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12 run "${build[$side]}" "bench12-$side" \
+    CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12.5 run "${build[$side]}" "bench12-$side" \
       "${build[$side]}/tests/gpu_check_bench" --reps 100
     grep -E '^ +8 ' "$work/bench12-$side.log"
   done

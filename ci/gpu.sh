@@ -33,11 +33,11 @@
 #   (tests/gpu_check_agree);
 #   checkprofile = Nsight Compute source counters of the check kernel per SASS line;
 #   checkself = selftest at --world 2 with each checker (the same verdicts);
-#   smreach = tests/gpu_sm_reach alone and on a 12% MPS share: whether a context
+#   smreach = tests/gpu_sm_reach alone and on a 12.5% MPS share: whether a context
 #   with an execution-affinity SM count reaches more SMs than the share;
 #   checkbench = the device check and the call preparation alone in one process
 #   (tests/gpu_check_bench: W 2/4/8 x T 1..128, verdicts held), alone and on
-#   an MPS share of 50/25/12% of the SMs, then Nsight Compute on both at W=4, T=128.
+#   an MPS share of 50/25/12.5% of the SMs, then Nsight Compute on both at W=4, T=128.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 # shellcheck source=ci/mps.bash
@@ -417,14 +417,14 @@ step_perfdiag() {  # what bounds the device-checked run: one knob off at a time,
 # Does an execution-affinity context get more SMs than the rank's MPS share?
 # (tests/gpu_sm_reach: the SMs one kernel reaches, primary, plain and
 # affinity contexts, the last asking for every SM it sees, and what the
-# affinity context shares with the primary one), alone and on a 12% share.
+# affinity context shares with the primary one), alone and on a 12.5% share.
 step_smreach() {
   local start=$SECONDS rc probe=$BUILD_DIR/tests/gpu_sm_reach
   { echo "== alone"; "$probe"; } >"$OUT/smreach.txt" 2>&1
   rc=$?
   if mps_start; then
-    { echo "== MPS, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12"
-      CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12 "$probe"; } >>"$OUT/smreach.txt" 2>&1 || rc=1
+    { echo "== MPS, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12.5"
+      CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12.5 "$probe"; } >>"$OUT/smreach.txt" 2>&1 || rc=1
     mps_stop
   else
     rc=1
@@ -440,12 +440,12 @@ step_checkbench() {  # the device check and the preparation alone, timed; ncu on
   cat "$OUT/checkbench.txt"
   record "check bench" "$rc" $((SECONDS - start)) "$OUT/checkbench.txt"
   # The same on one rank's share of the SMs, as stress --mps on gives it
-  # (mps_thread_percentage: 50, 25, 12 at worlds 2, 4, 8), alone on the GPU.
+  # (mps_thread_percentage: 50, 25, 12.5 at worlds 2, 4, 8), alone on the GPU.
   start=$SECONDS
   local pct
   if mps_start; then
     rc=0
-    for pct in 50 25 12; do
+    for pct in 50 25 12.5; do
       echo "== MPS, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct" >>"$OUT/checkbench-mps.txt"
       CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$pct "$bench" --reps 100 >>"$OUT/checkbench-mps.txt" 2>&1 || rc=1
     done

@@ -66,8 +66,11 @@ std::vector<pid_t> processes_with_pipe_dir(const std::string& pipe_dir) {
 
 }  // namespace
 
-int mps_thread_percentage(int ranks_per_gpu) {
-  return std::max(10, 100 / std::max(1, ranks_per_gpu));
+std::string mps_thread_percentage(int ranks_per_gpu) {
+  const int hundredths = std::max(1000, 10000 / std::max(1, ranks_per_gpu));  // floored
+  if (hundredths % 100 == 0) return std::to_string(hundredths / 100);
+  if (hundredths % 10 == 0) return fmt::format("{}.{}", hundredths / 100, hundredths / 10 % 10);
+  return fmt::format("{}.{:02}", hundredths / 100, hundredths % 100);
 }
 
 MpsController::MpsController(MpsMode mode, bool gpu_backend, int world, int num_gpus,
@@ -78,8 +81,12 @@ MpsController::MpsController(MpsMode mode, bool gpu_backend, int world, int num_
   }
   const int ranks_per_gpu = (world + std::max(1, num_gpus) - 1) / std::max(1, num_gpus);
   const bool shared = ranks_per_gpu > 1;
-  const int percentage = mps_thread_percentage(ranks_per_gpu);
-  const std::string pct = std::to_string(percentage);
+  // DCP_MPS_PERCENT (diagnosis only): the share per rank instead of the
+  // guard's, as MPS reads it (e.g. 13, or 12.5); the guard is then the caller's.
+  const char* forced = std::getenv("DCP_MPS_PERCENT");
+  const std::string pct = forced != nullptr && *forced != '\0'
+                              ? std::string(forced)
+                              : mps_thread_percentage(ranks_per_gpu);
   switch (mode) {
     case MpsMode::kOff:
       description_ = "off";
@@ -98,8 +105,8 @@ MpsController::MpsController(MpsMode mode, bool gpu_backend, int world, int num_
       if (!shared) {
         description_ = "auto: off (every rank has its own GPU)";
       } else if (control_pipe_exists(user_pipe_dir())) {
-        description_ = fmt::format("auto: user daemon at {} ({}% of SMs per rank)", user_pipe_dir(),
-                                   percentage);
+        description_ =
+            fmt::format("auto: user daemon at {} ({}% of SMs per rank)", user_pipe_dir(), pct);
         set_ = {{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", pct}};
       } else {
         description_ = "auto: off (no MPS daemon reachable; ranks sharing a GPU time-slice)";
@@ -110,13 +117,13 @@ MpsController::MpsController(MpsMode mode, bool gpu_backend, int world, int num_
         description_ = "on: not started (every rank has its own GPU)";
         return;
       }
-      start_private_daemon(run_dir, percentage);
-      description_ = fmt::format("on: private daemon ({}% of SMs per rank)", percentage);
+      start_private_daemon(run_dir, pct);
+      description_ = fmt::format("on: private daemon ({}% of SMs per rank)", pct);
       return;
   }
 }
 
-void MpsController::start_private_daemon(const std::string& run_dir, int percentage) {
+void MpsController::start_private_daemon(const std::string& run_dir, const std::string& percentage) {
   auto binary = find_on_path(kControlBinary);
   DCP_CHECK(binary.has_value(), UsageError,
             "--mps on: {} is not on PATH; install the NVIDIA MPS tools or use --mps auto|off",
@@ -146,7 +153,7 @@ void MpsController::start_private_daemon(const std::string& run_dir, int percent
   }
   set_ = {{"CUDA_MPS_PIPE_DIRECTORY", pipe_dir_},
           {"CUDA_MPS_LOG_DIRECTORY", log_dir_},
-          {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", std::to_string(percentage)}};
+          {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", percentage}};
 }
 
 MpsController::~MpsController() { stop(); }

@@ -8,8 +8,10 @@
 //   off:  never; CUDA_MPS_* is removed from the workers' environment, and a
 //         user daemon at the default location is hidden from them.
 // Starvation guard: under MPS every worker gets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE
-// = max(10, 100 / ranks_per_gpu), so spinning combine blocks of one rank can
-// never occupy every SM and keep a peer's dispatch from running.
+// = max(10, 100 / ranks_per_gpu), floored to hundredths (12.5 at 8 ranks: MPS
+// takes a fraction, and grants whole TPCs, rounding down: 16 of 132 SMs where
+// 12 gave 14), so the ranks' shares never add up to more than the GPU and
+// spinning combine blocks of one rank can never keep a peer's dispatch from running.
 // GPU settings (compute mode, clocks, persistence) are never touched.
 #pragma once
 
@@ -23,7 +25,7 @@
 
 namespace dcp {
 
-int mps_thread_percentage(int ranks_per_gpu);  // max(10, 100 / ranks_per_gpu)
+std::string mps_thread_percentage(int ranks_per_gpu);  // "12.5", "33.33", "50"
 
 class MpsController {
  public:
@@ -45,7 +47,7 @@ class MpsController {
   const std::vector<std::string>& worker_unset() const { return unset_; }
 
  private:
-  void start_private_daemon(const std::string& run_dir, int percentage);
+  void start_private_daemon(const std::string& run_dir, const std::string& percentage);
 
   std::string description_;
   std::vector<std::pair<std::string, std::string>> set_;

@@ -90,12 +90,14 @@ std::string env_value(const MpsController& mps, const std::string& name) {
 }
 
 TEST_CASE("the starvation guard gives each rank a bounded share of the GPU") {
-  CHECK(mps_thread_percentage(1) == 100);
-  CHECK(mps_thread_percentage(2) == 50);
-  CHECK(mps_thread_percentage(3) == 33);
-  CHECK(mps_thread_percentage(4) == 25);
-  CHECK(mps_thread_percentage(8) == 12);
-  CHECK(mps_thread_percentage(16) == 10);
+  CHECK(mps_thread_percentage(1) == "100");
+  CHECK(mps_thread_percentage(2) == "50");
+  CHECK(mps_thread_percentage(3) == "33.33");
+  CHECK(mps_thread_percentage(4) == "25");
+  CHECK(mps_thread_percentage(6) == "16.66");
+  CHECK(mps_thread_percentage(7) == "14.28");
+  CHECK(mps_thread_percentage(8) == "12.5");
+  CHECK(mps_thread_percentage(16) == "10");
 }
 
 TEST_CASE("--mps on starts a private daemon for shared GPUs and stops it") {
