@@ -260,6 +260,7 @@ class GpuBackend final : public RankBackend {
   }
   bool checks_on_device() const override { return true; }
   void begin_case(const Case& c) override;
+  bool begin_case_is_local(const Case& c) const override;
   std::vector<CallOutput> run_batch(const Case& c, const Batch& batch) override;
   std::vector<double> bench(const Case& c, const Batch& batch, const BenchTiming& timing,
                             const std::function<void()>& barrier) override;
@@ -576,6 +577,22 @@ GpuBackend::~GpuBackend() {
 // Between the group's two barriers (every rank idle): payload regions are
 // poisoned (their contents must not matter between calls), then the epoch is
 // set when the case starts near the wrap.
+// Shared state begin_case may reset: a restarted context (init faults), the
+// second context's collective creation, slot epochs, payload regions peers
+// write into. Without those it only syncs this rank (first) and drops its own
+// graphs and churn blocks.
+bool GpuBackend::begin_case_is_local(const Case& c) const {
+  if (c.init_fault != InitFault::kNone || c.num_contexts > 1 || c.epoch_start.has_value()) {
+    return false;
+  }
+  for (const KernelContext& k : contexts_) {
+    for (const MappedRegion& m : k.regions) {
+      if (m.request.kind == DCP_REGION_PAYLOAD) return false;
+    }
+  }
+  return true;
+}
+
 void GpuBackend::begin_case(const Case& c) {
   const int rank = cfg_.global_rank;
   CUDA_CHECK(rank, HarnessError, cudaSetDevice(cfg_.device));
