@@ -14,7 +14,8 @@
 #   the main job under MPS and the example plugin built with find_package;
 #   litmus = weak-memory litmus tests with and without memory stress (--mps off, on);
 #   memstress = the memory-stress family, its mutants in selftest, its cost in stress;
-#   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md);
+#   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md;
+#          PERF_ROUNDS=N interleaves N rounds and takes each checker's median run);
 #   perfdiag = what bounds the device-checked stress run: CUPTI observation and
 #   the memory stress off one at a time, the host spinning on the device
 #   instead of sleeping (DCP_SYNC=spin), every call step timed alone
@@ -359,11 +360,16 @@ step_install() {
 step_perf() {  # both checkers side by side, same machine, same seed; then the table
   local start=$SECONDS rc w check
   PERF_DURATION=${PERF_DURATION:-10s}
-  for w in ${PERF_WORLDS:-8 4 2}; do
-    for check in cpu gpu; do
-      run_expect "perf stress w$w $check" 0 stress --world "$w" --geometry kimi --mps on \
-        --duration "$PERF_DURATION" --seed 11 --check "$check" -v \
-        --json "$OUT/perf-stress-w$w-$check.json"
+  local r suffix
+  # PERF_ROUNDS (default 1): rounds of every run, interleaved (ci/perf.py takes medians).
+  for r in $(seq "${PERF_ROUNDS:-1}"); do
+    suffix=$([[ $r == 1 ]] || echo "-r$r")
+    for w in ${PERF_WORLDS:-8 4 2}; do
+      for check in cpu gpu; do
+        run_expect "perf stress w$w $check$suffix" 0 stress --world "$w" --geometry kimi --mps on \
+          --duration "$PERF_DURATION" --seed 11 --check "$check" -v \
+          --json "$OUT/perf-stress-w$w-$check$suffix.json"
+      done
     done
   done
   # The exchange alone (graph replays of the op, no check): the physical floor.

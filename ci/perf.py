@@ -2,7 +2,9 @@
 """Prints the throughput table (docs/results) from the JSON reports that
 `ci/gpu.sh perf` leaves in OUT: stress at worlds 8, 4 and 2 (kimi, MPS), each
 with the CPU checker and the device checker in the same run of the script on
-the same machine, the host CPU per checked call, what bounds each run, the
+the same machine (with PERF_ROUNDS > 1 several interleaved rounds: each
+checker's median run, its spread beside it, and the ratio of the medians;
+other columns from the median run), the host CPU per checked call, what bounds each run, the
 audit's sample and disagreements, and the exchange alone (bench). Exit 1 if a
 report is missing or unreadable.
 
@@ -59,21 +61,43 @@ def exchange_us(out, w):
     return best
 
 
+def rounds(out, w, check):
+    """Every round's report of one run (`PERF_ROUNDS`: perf-stress-wW-CHECK.json,
+    then -r2, -r3, ...), in round order; None where none is readable."""
+    names = [f"perf-stress-w{w}-{check}.json"]
+    names += sorted((p.name for p in out.glob(f"perf-stress-w{w}-{check}-r*.json")),
+                    key=lambda n: int(re.search(r"-r(\d+)\.json$", n).group(1)))
+    reports = [r for r in (load(out, n) for n in names) if r is not None]
+    return reports or None
+
+
+def median_run(reports):
+    """The round whose rate is the median (the lower one of an even count), its
+    summary, and the rates of all: single runs on one machine spread widely."""
+    summaries = sorted((summary(r) for r in reports), key=lambda x: x["rate"])
+    mid = summaries[(len(summaries) - 1) // 2]
+    verdicts = {x["verdict"] for x in summaries}
+    mid = dict(mid, verdict=mid["verdict"] if verdicts == {mid["verdict"]} else "/".join(sorted(verdicts)))
+    rates = [x["rate"] for x in summaries]
+    spread = f"; {rates[0]:.0f}-{rates[-1]:.0f} in {len(rates)} runs" if len(rates) > 1 else ""
+    return mid, spread
+
+
 def main(out):
     out = Path(out)
     ok = True
     print("| stress `--world W --geometry kimi --mps on` | CPU checker, calls/s | device checker, calls/s | ratio | goal | met | host CPU per call per rank, core-ms (CPU / device, of it the device run's main thread) | audit: re-checked calls, disagreements | device run bound by | device run phases per rank, s (generate/stage/launch/setup/after/capture/wait/collect/check/check-wait/barrier/idle) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for w, goal in GOALS.items():
-        cpu, gpu = load(out, f"perf-stress-w{w}-cpu.json"), load(out, f"perf-stress-w{w}-gpu.json")
+        cpu, gpu = rounds(out, w, "cpu"), rounds(out, w, "gpu")
         if cpu is None or gpu is None:
             print(f"| world {w} | {'missing' if cpu is None else ''} | {'missing' if gpu is None else ''} | | >= {goal}x | no | | | | |")
             ok = False
             continue
-        c, g = summary(cpu), summary(gpu)
+        (c, c_spread), (g, g_spread) = median_run(cpu), median_run(gpu)
         ratio = g["rate"] / max(c["rate"], 1e-9)
         k = g["check"]
-        print(f"| world {w} | {c['rate']:.0f} ({c['verdict']}) | {g['rate']:.0f} ({g['verdict']}) | {ratio:.2f}x | >= {goal}x | "
+        print(f"| world {w} | {c['rate']:.0f} ({c['verdict']}{c_spread}) | {g['rate']:.0f} ({g['verdict']}{g_spread}) | {ratio:.2f}x | >= {goal}x | "
               f"{'yes' if ratio >= goal else 'no'} | {c['core_ms']:.3f} / {g['core_ms']:.3f} ({g['main_core_ms']:.3f}) | "
               f"{k.get('audited_calls', 0)} of {k.get('device_calls', 0) + k.get('audited_calls', 0)}, {k.get('disagreements', 0)} | "
               f"{g['bound']} | {g['phases']} |")
