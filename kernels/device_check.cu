@@ -87,8 +87,9 @@ __device__ bool guards_hold(const OutputRegion& region, uint8_t canary) {
 // device only (found by tests/gpu_check_agree, its guard since). Why is not
 // established: ptxas reported a 0-byte frame for the call though its PTX
 // declares a 384-byte local depot (counted in the kernel's 1,056 bytes).
-// The kernel's stack is then 1,120 bytes, past the 1 KiB a context starts
-// with, hence reserve_device_check_stack.
+// The kernel's stack was then 1,120 bytes, past the 1 KiB a context starts
+// with, hence reserve_device_check_stack (816 since the screened count: it
+// does nothing now, and guards a frame that grows again).
 __device__ __forceinline__ void warp_row_setup(const DeviceCheckParams& p, int row, int lane,
                                             CheckRow& r) {
   const int w = p.dcp_size;
