@@ -287,13 +287,8 @@ TEST_CASE("an element the screen cannot pass is counted from its exact tolerance
   ElementCheck ref[8];
   check_elements<8>(p, r, 0, 0, 1, 8, ref);  // for want
   for (int d = 0; d < 8; ++d) {
-    const float f = static_cast<float>(ref[d].want);
-    uint32_t b;
-    std::memcpy(&b, &f, 4);
-    uint16_t h = static_cast<uint16_t>((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);  // RN to bf16
-    if (d == dim) h = 0x3580;  // 2^-20
-    out[2 * d] = static_cast<uint8_t>(h & 0xFF);
-    out[2 * d + 1] = static_cast<uint8_t>(h >> 8);
+    const uint16_t h = d == dim ? 0x3580 : float_to_bf16_bits(static_cast<float>(ref[d].want));  // 0x3580: 2^-20
+    write_bits(Format::kBf16, out.data(), static_cast<size_t>(d), h);
   }
   ElementCheck e[8];
   check_elements<8>(p, r, 0, 0, 1, 8, e);
