@@ -95,7 +95,8 @@ class Stream {
   Stream& operator=(const Stream&) = delete;
   // greatest_priority: the device's greatest stream priority, so this
   // stream's blocks are placed before the pending blocks of default-priority
-  // streams (the SM-pressure kernel's, under MPS).
+  // streams (the SM-pressure kernel's, under MPS). Else the default (which
+  // is the least).
   void create(int rank, bool greatest_priority = false) {
     int least = 0, greatest = 0;
     if (greatest_priority) {
@@ -119,6 +120,11 @@ class Event {
   }
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
+  Event(Event&& o) noexcept : e_(o.e_) { o.e_ = nullptr; }
+  Event& operator=(Event&& o) noexcept {
+    std::swap(e_, o.e_);
+    return *this;
+  }
   void create(int rank, unsigned flags = cudaEventDisableTiming) {
     CUDA_CHECK(rank, HarnessError, cudaEventCreateWithFlags(&e_, flags));
   }

@@ -134,10 +134,11 @@ struct PackedInputs {
 class StepTrace {
  public:
   StepTrace(int rank, cudaStream_t s) : rank_(rank), s_(s) {}
-  void mark(const char* step) {
+  // A step on another stream than the call's (the check aside) names it.
+  void mark(const char* step, cudaStream_t on = nullptr) {
     if (threshold_ms_ < 0) return;
     const double host_ms = lap();
-    const cudaError_t err = cudaStreamSynchronize(s_);
+    const cudaError_t err = cudaStreamSynchronize(on != nullptr ? on : s_);
     const double done_ms = lap();
     if (host_ms >= threshold_ms_ || done_ms >= threshold_ms_ || err != cudaSuccess) {
       fmt::print(stderr, "trace rank {}: {}: host call {:.3f} ms, then complete after {:.3f} ms{}\n",
@@ -182,6 +183,17 @@ TwiceStep step_twice() {  // read once per process: enqueue_call is a hot path
   return step;
 }
 
+// DCP_CHECK_ASIDE=0 (diagnosis only; on by default): the device check runs
+// on its slot's op stream, after the op, as before it had a stream of its own
+// (to measure what running it aside gives, in one binary).
+bool check_aside() {  // read once per process: enqueue_call is a hot path
+  static const bool aside = [] {
+    const char* v = std::getenv("DCP_CHECK_ASIDE");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return aside;
+}
+
 // How long the slow producer's last token row is late.
 constexpr uint32_t kSlowProducerDelayNs = 30'000;
 
@@ -196,6 +208,12 @@ struct CallBuffers {  // device side of one call
   DeviceBuffer check_scratch;  // the device checker's (DeviceCheckScratch)
   bool check_zeroed = false;   // check_scratch is all zero (launch_device_check)
   DeviceBuffer producer_params;  // the slow producer's (SlowProducerParams)
+  // The check aside (check_aside): `op_done` orders it after the op; the
+  // next call into these buffers waits for `checked` (the check and the copy
+  // out read the region and `packed`) while check_pending, which is set when
+  // a check is enqueued and cleared when the host has seen it complete.
+  Event op_done, checked;
+  bool check_pending = false;
 };
 struct CallStaging {  // host side of one call
   PinnedBuffer partial_output, packed, producer_params;
@@ -295,7 +313,9 @@ class GpuBackend final : public RankBackend {
   // the least recently used one with its buffers ensured for `sh` (not captured).
   SlotGraph& graph_for(const CallShape& sh, int ctx, int slot, CallStaging& st, bool* cached);
   cudaStream_t stream_for(int slot) const;
-  void sync_all();
+  cudaStream_t check_stream_for(int slot) const;
+  void sync_ops();  // the op streams
+  void sync_all();  // the op streams and the check streams
   // Throws for a failed CUDA call of a batch: device faults (and any error in
   // the op's own launch) are the kernel's, the rest the harness's.
   void check(cudaError_t err, const char* what, bool in_op) const;
@@ -331,6 +351,9 @@ class GpuBackend final : public RankBackend {
   size_t guard_ = 0;               // bytes of each output guard zone
   const Case* current_ = nullptr;  // for messages, valid during run_batch
   std::array<Stream, kMaxSlots> streams_;
+  // The device check of slot i's calls, beside the op stream (check_aside):
+  // the default priority, below the ops', so an op's blocks are placed first.
+  std::array<Stream, kMaxSlots> check_streams_;
   std::array<Event, kMaxSlots> joins_;        // stream i's work so far, for stream 0
   PinnedBuffer tails_host_;                    // the tail guards, region after region
   bool tails_pending_ = false;                 // tails_host_ is being filled for this batch
@@ -344,7 +367,8 @@ class GpuBackend final : public RankBackend {
   std::array<KernelContext, kMaxContexts> contexts_;
   Rendezvous* rendezvous_ = nullptr;  // the worker's, outlives this backend
   // Buffers.
-  CallBuffers eager_buffers_;
+  // Two: with the check aside, eager call k + 1 runs beside call k's check.
+  std::array<CallBuffers, 2> eager_buffers_;
   std::vector<CallBuffers> pipe_buffers_;
   std::vector<CallStaging> staging_;
   std::shared_ptr<OutputPool> output_pool_;
@@ -383,9 +407,12 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
   // The op's streams come first: SM pressure (whose blocks may wait for SMs
   // under MPS) never delays the op's launches, it only takes SMs.
   for (Stream& s : streams_) s.create(rank, /*greatest_priority=*/true);
+  for (Stream& s : check_streams_) s.create(rank);
   for (Event& e : joins_) e.create(rank);
   for (size_t i = 0; i < streams_.size(); ++i) {
     launch_observer::name_stream(streams_[i].get(), fmt::format("dcp{} slot {}", cfg_.dcp_size, i));
+    launch_observer::name_stream(check_streams_[i].get(),
+                                 fmt::format("dcp{} slot {} check", cfg_.dcp_size, i));
   }
   init_status();
   value_table_mem_.ensure(device_value_table_bytes(), rank);
@@ -735,6 +762,10 @@ void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) co
       b.check_zeroed = false;
     }
     st.check_result.ensure(sizeof(DeviceCheckResult), rank);
+    if (b.checked.get() == nullptr) {
+      b.op_done.create(rank);
+      b.checked.create(rank);
+    }
   }
   const size_t region = region_capacity(sh, b);
   if (st.output == nullptr) {
@@ -901,6 +932,9 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
   PhaseClock clock;
   const launch_observer::OpScope op_scope(in.op_idx, in.slot, cfg_.dcp_size);
   StepTrace trace(cfg_.global_rank, s);
+  if (b.check_pending) {  // its last check (aside) may still read the region and `packed`
+    check(cudaStreamWaitEvent(s, b.checked.get(), 0), "wait for the buffers' last check", false);
+  }
   stage(sh, in, st);
   if (phases != nullptr) clock.lap(phases->stage_ms);
   trace.mark("stage");
@@ -917,6 +951,14 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     enqueue_op(make_launch(sh, in.slot, b), s, in.context);
   }
   trace.mark("op");
+  // The check aside starts when the op is done; the input reuse and the
+  // memory stress's release below touch nothing it reads.
+  const bool aside = sh.device_check && check_aside();
+  const cudaStream_t cs = aside ? check_stream_for(in.slot) : s;
+  if (aside) {
+    check(cudaEventRecord(b.op_done.get(), s), "record the op's end", false);
+    check(cudaStreamWaitEvent(cs, b.op_done.get(), 0), "order the check after the op", false);
+  }
   if (sh.reuse) {
     // The caller reuses the inputs at once (issue 15 item 7): stream-ordered
     // after the op (or its replay), before the peers' combines need have ended.
@@ -941,18 +983,22 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     bool zeroed = b.check_zeroed;
     for (int i = step_twice() == TwiceStep::kCheck ? 2 : 1; i > 0; --i) {
       check(launch_device_check(p, region, kGuardCanary, b.check_scratch.data(),
-                                b.check_scratch.bytes(), zeroed, result, s),
+                                b.check_scratch.bytes(), zeroed, result, cs),
             "device check", false);
       zeroed = true;  // a second check (stream-ordered) finds the scratch the first left zero
     }
     b.check_zeroed = false;  // until the check is seen complete (collect)
-    trace.mark("device check");
+    trace.mark("device check", cs);
   }
   if (!sh.device_check || in.copy_output) {
     check(cudaMemcpyAsync(st.output->data(), region.base, region.total_bytes(),
-                          cudaMemcpyDeviceToHost, s),
+                          cudaMemcpyDeviceToHost, cs),
           "copy output region out", false);
-    trace.mark("copies out");
+    trace.mark("copies out", cs);
+  }
+  if (aside) {
+    check(cudaEventRecord(b.checked.get(), cs), "record the check's end", false);
+    b.check_pending = true;
   }
 }
 
@@ -1030,7 +1076,7 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
   current_ = &c;
   const CallShape sh = shape_of(c, batch);
   const size_t n = batch.calls.size();
-  if (staging_.size() < std::max<size_t>(n, 1)) staging_.resize(std::max<size_t>(n, 1));
+  if (staging_.size() < std::max<size_t>(n, 2)) staging_.resize(std::max<size_t>(n, 2));
   std::vector<CallOutput> outputs;
   outputs.reserve(n);
   PhaseTimes unused;
@@ -1041,8 +1087,10 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
   // copied or the verdict asks for it (a mismatch or a damaged guard: the
   // CPU checker then re-checks and explains), which needs the call's buffers
   // intact (`recopy`: no later call of the batch replayed into them).
+  // Called once the host has waited for the call's check.
   auto collect = [&](CallStaging& st, const CallInputs& in, CallBuffers& b, bool recopy = true) {
     PhaseClock clock;
+    b.check_pending = false;
     std::optional<DeviceCheckResult> verdict;
     bool copied = !sh.device_check || in.copy_output;
     if (sh.device_check) {
@@ -1095,14 +1143,35 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
   const PressureScope pressure_scope(c.pressure > 0 ? pressure_.get() : nullptr);
   setup_clock.lap(phases.setup_ms);
   if (batch.mode == ExecMode::kEager) {
-    for (const CallInputs& in : batch.calls) {
+    // Each call is enqueued once the previous op is done. With the check
+    // aside, calls alternate between two buffer sets and the host waits for
+    // the op alone: call k's check runs beside call k + 1 and is collected
+    // after k + 1 is enqueued.
+    const bool overlap = sh.device_check && check_aside();
+    for (size_t k = 0; k < n; ++k) {
+      const CallInputs& in = batch.calls[k];
+      const size_t set = overlap ? k % 2 : 0;
       setup_clock.restart();
-      ensure(sh, eager_buffers_, staging_[0]);
+      ensure(sh, eager_buffers_[set], staging_[set]);
       kick_memory_stress(c, 1);
       setup_clock.lap(phases.setup_ms);
-      enqueue_call(sh, in, staging_[0], eager_buffers_, stream_for(in.slot), nullptr, &phases);
-      wait(&in == &batch.calls.back());
-      collect(staging_[0], in, eager_buffers_);
+      enqueue_call(sh, in, staging_[set], eager_buffers_[set], stream_for(in.slot), nullptr,
+                   &phases);
+      if (overlap && k > 0) {
+        CallBuffers& prev = eager_buffers_[set ^ 1];
+        PhaseClock clock;
+        check(cudaEventSynchronize(prev.checked.get()), "wait for a check", true);
+        clock.lap(phases.wait_ms);
+        collect(staging_[set ^ 1], batch.calls[k - 1], prev);
+      }
+      if (overlap && k + 1 < n) {
+        PhaseClock clock;
+        sync_ops();
+        clock.lap(phases.wait_ms);
+        continue;
+      }
+      wait(k + 1 == n);
+      collect(staging_[set], in, eager_buffers_[set]);
     }
   } else if (batch.mode == ExecMode::kPipelined) {
     if (pipe_buffers_.size() < n) pipe_buffers_.resize(n);
@@ -1181,7 +1250,9 @@ void GpuBackend::start_pressure(const Case& c, const CallShape& sh, const Batch&
   DCP_CHECK(pressure_allowed(batch.mode), HarnessError,
             "SM pressure needs eager or pipelined batches, not {}", to_string(batch.mode));
   if (batch.mode == ExecMode::kEager) {
-    ensure(sh, eager_buffers_, staging_[0]);
+    for (size_t set = 0; set < eager_buffers_.size(); ++set) {
+      ensure(sh, eager_buffers_[set], staging_[set]);
+    }
   } else {
     if (pipe_buffers_.size() < batch.calls.size()) pipe_buffers_.resize(batch.calls.size());
     for (size_t i = 0; i < batch.calls.size(); ++i) ensure(sh, pipe_buffers_[i], staging_[i]);
@@ -1195,7 +1266,7 @@ void GpuBackend::start_pressure(const Case& c, const CallShape& sh, const Batch&
   // kernel (measured: the built-in's first op under pressure waited for the
   // pressure's whole bound). Every rank runs the same cases, so these extra
   // calls line up across the group (as eager-before-capture's do).
-  CallBuffers& b = batch.mode == ExecMode::kEager ? eager_buffers_ : pipe_buffers_[0];
+  CallBuffers& b = batch.mode == ExecMode::kEager ? eager_buffers_[0] : pipe_buffers_[0];
   for (const CallInputs& in : batch.calls) {
     const auto variant = std::make_tuple(in.context, static_cast<int>(sh.out),
                                          static_cast<int>(sh.lse), static_cast<int>(sh.producer));
@@ -1358,8 +1429,18 @@ cudaStream_t GpuBackend::stream_for(int slot) const {
   return streams_[slot].get();
 }
 
-void GpuBackend::sync_all() {
+cudaStream_t GpuBackend::check_stream_for(int slot) const {
+  if (slot < 0 || slot >= kMaxSlots) return check_streams_[0].get();
+  return check_streams_[slot].get();
+}
+
+void GpuBackend::sync_ops() {
   for (const Stream& s : streams_) check(cudaStreamSynchronize(s.get()), "synchronize", true);
+}
+
+void GpuBackend::sync_all() {
+  sync_ops();
+  for (const Stream& s : check_streams_) check(cudaStreamSynchronize(s.get()), "synchronize", true);
 }
 
 void GpuBackend::check(cudaError_t err, const char* what, bool in_op) const {
