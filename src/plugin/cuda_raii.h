@@ -85,6 +85,12 @@ class PinnedBuffer {
   size_t bytes_ = 0;
 };
 
+// A stream's priority (numerically lower is greater): kGreatest, so its
+// blocks are placed before the pending blocks of lower streams (the
+// SM-pressure kernel's, at the default, under MPS); kBelowGreatest, one step
+// below (above the default where the device has more than one step).
+enum class StreamPriority { kDefault, kGreatest, kBelowGreatest };
+
 class Stream {
  public:
   Stream() = default;
@@ -93,17 +99,16 @@ class Stream {
   }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
-  // greatest_priority: the device's greatest stream priority, so this
-  // stream's blocks are placed before the pending blocks of default-priority
-  // streams (the SM-pressure kernel's, under MPS). Else the default (which
-  // is the least).
-  void create(int rank, bool greatest_priority = false) {
+  void create(int rank, StreamPriority priority = StreamPriority::kDefault) {
     int least = 0, greatest = 0;
-    if (greatest_priority) {
+    if (priority != StreamPriority::kDefault) {
       CUDA_CHECK(rank, HarnessError, cudaDeviceGetStreamPriorityRange(&least, &greatest));
     }
+    const int value = priority == StreamPriority::kBelowGreatest && greatest < least ? greatest + 1
+                      : priority == StreamPriority::kDefault                       ? 0
+                                                                                   : greatest;
     CUDA_CHECK(rank, HarnessError,
-               cudaStreamCreateWithPriority(&s_, cudaStreamNonBlocking, greatest));
+               cudaStreamCreateWithPriority(&s_, cudaStreamNonBlocking, value));
   }
   cudaStream_t get() const { return s_; }
 

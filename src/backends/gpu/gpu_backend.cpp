@@ -40,8 +40,8 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
   output_pool_ = OutputPool::create(rank, kSpareOutputs);
   // The op's streams come first: SM pressure (whose blocks may wait for SMs
   // under MPS) never delays the op's launches, it only takes SMs.
-  for (Stream& s : streams_) s.create(rank, /*greatest_priority=*/true);
-  for (Stream& s : check_streams_) s.create(rank);
+  for (Stream& s : streams_) s.create(rank, StreamPriority::kGreatest);
+  for (Stream& s : check_streams_) s.create(rank, StreamPriority::kBelowGreatest);
   for (Event& e : joins_) e.create(rank);
   for (size_t i = 0; i < streams_.size(); ++i) {
     launch_observer::name_stream(streams_[i].get(), fmt::format("dcp{} slot {}", cfg_.dcp_size, i));
@@ -224,6 +224,7 @@ void GpuBackend::map_regions(KernelContext& k, const std::string& suffix,
 GpuBackend::~GpuBackend() {
   cudaSetDevice(cfg_.device);
   for (Stream& s : streams_) cudaStreamSynchronize(s.get());
+  for (Stream& s : check_streams_) cudaStreamSynchronize(s.get());
   for (KernelContext& k : contexts_) {
     k.instance.reset();  // finalize before the regions are unmapped
     launch_observer::remove_dump_regions(&k);
@@ -328,6 +329,7 @@ void GpuBackend::sync_ops() {
 
 void GpuBackend::sync_all() {
   sync_ops();
+  if (!check_aside()) return;  // nothing runs on the check streams
   for (const Stream& s : check_streams_) check(cudaStreamSynchronize(s.get()), "synchronize", true);
 }
 

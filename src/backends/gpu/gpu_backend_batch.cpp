@@ -108,7 +108,7 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
       if (overlap && k > 0) {
         CallBuffers& prev = eager_buffers_[set ^ 1];
         PhaseClock clock;
-        check(cudaEventSynchronize(prev.checked.get()), "wait for a check", true);
+        check(cudaEventSynchronize(prev.checked.get()), "wait for the previous call's check", true);
         clock.lap(phases.wait_ms);
         collect(staging_[set ^ 1], batch.calls[k - 1], prev);
       }

@@ -164,7 +164,11 @@ void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) co
     st.check_result.ensure(sizeof(DeviceCheckResult), rank);
     if (b.checked.get() == nullptr) {
       b.op_done.create(rank);
-      b.checked.create(rank);
+      // The host waits on `checked` (an eager batch): it sleeps there as
+      // everywhere (DCP_SYNC); an event without the flag is spun on.
+      b.checked.create(rank, sync_mode_from_env() == SyncMode::kBlock
+                                 ? cudaEventBlockingSync | cudaEventDisableTiming
+                                 : cudaEventDisableTiming);
     }
   }
   const size_t region = region_capacity(sh, b);

@@ -285,7 +285,9 @@ class GpuBackend final : public RankBackend {
   const Case* current_ = nullptr;  // for messages, valid during run_batch
   std::array<Stream, kMaxSlots> streams_;
   // The device check of slot i's calls, beside the op stream (check_aside):
-  // the default priority, below the ops', so an op's blocks are placed first.
+  // one step below the ops' priority, so an op's blocks are placed first, and
+  // above the SM-pressure kernel's (whose queued blocks would hold back a
+  // grid of its own priority until the pressure's bound).
   std::array<Stream, kMaxSlots> check_streams_;
   std::array<Event, kMaxSlots> joins_;        // stream i's work so far, for stream 0
   PinnedBuffer tails_host_;                    // the tail guards, region after region
