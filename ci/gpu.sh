@@ -566,7 +566,7 @@ PY
 }
 
 # Every step the dispatch below knows (one list: the check and the message).
-known="build unit test demo plugin families pressure observe install litmus memstress perf perfdiag sanitize dump check checkbench checkprofile checkself smreach"
+known="build unit test demo plugin families pressure observe install litmus memstress perf perfdiag aside sanitize dump check checkbench checkprofile checkself smreach"
 for s in "${steps[@]}"; do
   [[ " $known " == *" $s "* ]] || { echo "ci/gpu.sh: unknown step '$s' (steps: $known)" >&2; exit 2; }
 done
