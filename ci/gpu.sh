@@ -16,8 +16,6 @@
 #   memstress = the memory-stress family, its mutants in selftest, its cost in stress;
 #   perf = the throughput benchmark (ci/perf.py prints its table, $OUT/perf.md;
 #          PERF_ROUNDS=N interleaves N rounds and takes each checker's median run);
-#   aside = the device check aside (DCP_CHECK_ASIDE=1) against on the op stream:
-#   stress at PERF_WORLDS, ASIDE_ROUNDS (default 2) interleaved rounds, medians;
 #   perfdiag = what bounds the device-checked stress run: CUPTI observation and
 #   the memory stress off one at a time, the host spinning on the device
 #   instead of sleeping (DCP_SYNC=spin), every call step timed alone
@@ -384,22 +382,6 @@ step_perf() {  # both checkers side by side, same machine, same seed; then the t
   record "perf table" "$rc" $((SECONDS - start)) "$OUT/perf.md"
 }
 
-step_aside() {  # the device check on the op stream against aside (DCP_CHECK_ASIDE=1), one binary
-  local start=$SECONDS r w v suffix
-  for r in $(seq "${ASIDE_ROUNDS:-2}"); do
-    suffix=$([[ $r == 1 ]] || echo "-r$r")
-    for w in ${PERF_WORLDS:-8 4 2}; do
-      for v in in aside; do
-        DCP_CHECK_ASIDE=$([[ $v == aside ]] && echo 1 || echo 0) run_expect "aside stress w$w $v$suffix" 0 \
-          stress --world "$w" --geometry kimi --mps on --duration "${PERF_DURATION:-10s}" --seed 11 -v \
-          --json "$OUT/aside-stress-w$w-$v$suffix.json"
-      done
-    done
-  done
-  python3 ci/perf.py --aside "$OUT" | tee "$OUT/aside.md"
-  record "aside table" "${PIPESTATUS[0]}" $((SECONDS - start)) "$OUT/aside.md"
-}
-
 step_perfdiag() {  # what bounds the device-checked run: one knob off at a time, then steps timed
   local start=$SECONDS v w
   local d=${PERF_DURATION:-10s}
@@ -566,7 +548,7 @@ PY
 }
 
 # Every step the dispatch below knows (one list: the check and the message).
-known="build unit test demo plugin families pressure observe install litmus memstress perf perfdiag aside sanitize dump check checkbench checkprofile checkself smreach"
+known="build unit test demo plugin families pressure observe install litmus memstress perf perfdiag sanitize dump check checkbench checkprofile checkself smreach"
 for s in "${steps[@]}"; do
   [[ " $known " == *" $s "* ]] || { echo "ci/gpu.sh: unknown step '$s' (steps: $known)" >&2; exit 2; }
 done
@@ -587,7 +569,6 @@ for s in "${steps[@]}"; do
     install) step_install ;;
     perf) step_perf ;;
     perfdiag) step_perfdiag ;;
-    aside) step_aside ;;
     check) step_check ;;
     checkbench) step_checkbench ;;
     checkprofile) step_checkprofile ;;

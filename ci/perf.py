@@ -11,10 +11,7 @@ report is missing or unreadable.
 `perf.py --diag OUT` prints `ci/gpu.sh perfdiag`'s tables instead: the device-
 checked run with one knob off at a time, what a step launched twice costs per
 group call (and the calls/s with it free), each call step's own completion
-time (DCP_TRACE_STEPS=0) and nsys's kernel summary when it ran.
-
-`perf.py --aside OUT` prints `ci/gpu.sh aside`'s table: the device check on
-the op stream against the check aside (DCP_CHECK_ASIDE=1), median runs."""
+time (DCP_TRACE_STEPS=0) and nsys's kernel summary when it ran."""
 import json
 import re
 import sys
@@ -64,11 +61,11 @@ def exchange_us(out, w):
     return best
 
 
-def rounds(out, w, check, prefix="perf-stress"):
-    """Every round's report of one run (`PERF_ROUNDS`: PREFIX-wW-CHECK.json,
+def rounds(out, w, check):
+    """Every round's report of one run (`PERF_ROUNDS`: perf-stress-wW-CHECK.json,
     then -r2, -r3, ...), in round order; None where none is readable."""
-    names = [f"{prefix}-w{w}-{check}.json"]
-    names += sorted((p.name for p in out.glob(f"{prefix}-w{w}-{check}-r*.json")),
+    names = [f"perf-stress-w{w}-{check}.json"]
+    names += sorted((p.name for p in out.glob(f"perf-stress-w{w}-{check}-r*.json")),
                     key=lambda n: int(re.search(r"-r(\d+)\.json$", n).group(1)))
     reports = [r for r in (load(out, n) for n in names) if r is not None]
     return reports or None
@@ -161,28 +158,6 @@ def host_cpu_by_phase(out):
     return "\n".join(lines)
 
 
-def aside(out):
-    """`ci/gpu.sh aside`'s table: the device-checked stress with the check on
-    the op stream (aside-stress-wW-in*.json) and aside (-aside*), medians."""
-    out = Path(out)
-    ok = True
-    print("| world | check on the op stream, calls/s | check aside, calls/s | aside / in-stream | wait per rank, s (in / aside) | host CPU per call per rank, core-ms (in / aside) | audit (aside): re-checked calls, disagreements |")
-    print("|---|---|---|---|---|---|---|")
-    for w in GOALS:
-        runs = rounds(out, w, "in", "aside-stress"), rounds(out, w, "aside", "aside-stress")
-        if None in runs:
-            print(f"| {w} | {'missing' if runs[0] is None else ''} | {'missing' if runs[1] is None else ''} | | | | |")
-            ok = False
-            continue
-        (i, i_spread), (a, a_spread) = (median_run(r) for r in runs)
-        k = a["check"]
-        print(f"| {w} | {i['rate']:.0f} ({i['verdict']}{i_spread}) | {a['rate']:.0f} ({a['verdict']}{a_spread}) | "
-              f"{a['rate'] / max(i['rate'], 1e-9):.3f} | {i['means']['wait']:.2f} / {a['means']['wait']:.2f} | "
-              f"{i['core_ms']:.3f} / {a['core_ms']:.3f} | "
-              f"{k.get('audited_calls', 0)} of {k.get('device_calls', 0) + k.get('audited_calls', 0)}, {k.get('disagreements', 0)} |")
-    return 0 if ok else 1
-
-
 TRACE = re.compile(r"trace rank (\d+): (.+?): host call ([\d.]+) ms, then complete after ([\d.]+) ms")
 
 
@@ -234,6 +209,4 @@ def diag(out):
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--diag":
         sys.exit(diag(sys.argv[2] if len(sys.argv) > 2 else "/tmp/out"))
-    if len(sys.argv) > 1 and sys.argv[1] == "--aside":
-        sys.exit(aside(sys.argv[2] if len(sys.argv) > 2 else "/tmp/out"))
     sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/out"))

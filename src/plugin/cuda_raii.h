@@ -85,12 +85,6 @@ class PinnedBuffer {
   size_t bytes_ = 0;
 };
 
-// A stream's priority (numerically lower is greater): kGreatest, so its
-// blocks are placed before the pending blocks of lower streams (the
-// SM-pressure kernel's, at the default, under MPS); kBelowGreatest, one step
-// below (above the default where the device has more than one step).
-enum class StreamPriority { kDefault, kGreatest, kBelowGreatest };
-
 class Stream {
  public:
   Stream() = default;
@@ -99,16 +93,16 @@ class Stream {
   }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
-  void create(int rank, StreamPriority priority = StreamPriority::kDefault) {
+  // greatest_priority: the device's greatest stream priority, so this
+  // stream's blocks are placed before the pending blocks of default-priority
+  // streams (the SM-pressure kernel's, under MPS).
+  void create(int rank, bool greatest_priority = false) {
     int least = 0, greatest = 0;
-    if (priority != StreamPriority::kDefault) {
+    if (greatest_priority) {
       CUDA_CHECK(rank, HarnessError, cudaDeviceGetStreamPriorityRange(&least, &greatest));
     }
-    const int value = priority == StreamPriority::kBelowGreatest && greatest < least ? greatest + 1
-                      : priority == StreamPriority::kDefault                       ? 0
-                                                                                   : greatest;
     CUDA_CHECK(rank, HarnessError,
-               cudaStreamCreateWithPriority(&s_, cudaStreamNonBlocking, value));
+               cudaStreamCreateWithPriority(&s_, cudaStreamNonBlocking, greatest));
   }
   cudaStream_t get() const { return s_; }
 
@@ -125,11 +119,6 @@ class Event {
   }
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
-  Event(Event&& o) noexcept : e_(o.e_) { o.e_ = nullptr; }
-  Event& operator=(Event&& o) noexcept {
-    std::swap(e_, o.e_);
-    return *this;
-  }
   void create(int rank, unsigned flags = cudaEventDisableTiming) {
     CUDA_CHECK(rank, HarnessError, cudaEventCreateWithFlags(&e_, flags));
   }

@@ -40,13 +40,10 @@ GpuBackend::GpuBackend(const BackendConfig& cfg, Rendezvous& rendezvous) : cfg_(
   output_pool_ = OutputPool::create(rank, kSpareOutputs);
   // The op's streams come first: SM pressure (whose blocks may wait for SMs
   // under MPS) never delays the op's launches, it only takes SMs.
-  for (Stream& s : streams_) s.create(rank, StreamPriority::kGreatest);
-  for (Stream& s : check_streams_) s.create(rank, StreamPriority::kBelowGreatest);
+  for (Stream& s : streams_) s.create(rank, /*greatest_priority=*/true);
   for (Event& e : joins_) e.create(rank);
   for (size_t i = 0; i < streams_.size(); ++i) {
     launch_observer::name_stream(streams_[i].get(), fmt::format("dcp{} slot {}", cfg_.dcp_size, i));
-    launch_observer::name_stream(check_streams_[i].get(),
-                                 fmt::format("dcp{} slot {} check", cfg_.dcp_size, i));
   }
   init_status();
   value_table_mem_.ensure(device_value_table_bytes(), rank);
@@ -224,7 +221,6 @@ void GpuBackend::map_regions(KernelContext& k, const std::string& suffix,
 GpuBackend::~GpuBackend() {
   cudaSetDevice(cfg_.device);
   for (Stream& s : streams_) cudaStreamSynchronize(s.get());
-  for (Stream& s : check_streams_) cudaStreamSynchronize(s.get());
   for (KernelContext& k : contexts_) {
     k.instance.reset();  // finalize before the regions are unmapped
     launch_observer::remove_dump_regions(&k);
@@ -318,19 +314,8 @@ cudaStream_t GpuBackend::stream_for(int slot) const {
   return streams_[slot].get();
 }
 
-cudaStream_t GpuBackend::check_stream_for(int slot) const {
-  if (slot < 0 || slot >= kMaxSlots) return check_streams_[0].get();
-  return check_streams_[slot].get();
-}
-
-void GpuBackend::sync_ops() {
-  for (const Stream& s : streams_) check(cudaStreamSynchronize(s.get()), "synchronize", true);
-}
-
 void GpuBackend::sync_all() {
-  sync_ops();
-  if (!check_aside()) return;  // nothing runs on the check streams
-  for (const Stream& s : check_streams_) check(cudaStreamSynchronize(s.get()), "synchronize", true);
+  for (const Stream& s : streams_) check(cudaStreamSynchronize(s.get()), "synchronize", true);
 }
 
 void GpuBackend::check(cudaError_t err, const char* what, bool in_op) const {

@@ -24,7 +24,7 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
   current_ = &c;
   const CallShape sh = shape_of(c, batch);
   const size_t n = batch.calls.size();
-  if (staging_.size() < std::max<size_t>(n, 2)) staging_.resize(std::max<size_t>(n, 2));
+  if (staging_.size() < std::max<size_t>(n, 1)) staging_.resize(std::max<size_t>(n, 1));
   std::vector<CallOutput> outputs;
   outputs.reserve(n);
   PhaseTimes unused;
@@ -35,10 +35,8 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
   // copied or the verdict asks for it (a mismatch or a damaged guard: the
   // CPU checker then re-checks and explains), which needs the call's buffers
   // intact (`recopy`: no later call of the batch replayed into them).
-  // Called once the host has waited for the call's check.
   auto collect = [&](CallStaging& st, const CallInputs& in, CallBuffers& b, bool recopy = true) {
     PhaseClock clock;
-    b.check_pending = false;
     std::optional<DeviceCheckResult> verdict;
     bool copied = !sh.device_check || in.copy_output;
     if (sh.device_check) {
@@ -91,35 +89,14 @@ std::vector<CallOutput> GpuBackend::run_batch_checked(const Case& c, const Batch
   const PressureScope pressure_scope(c.pressure > 0 ? pressure_.get() : nullptr);
   setup_clock.lap(phases.setup_ms);
   if (batch.mode == ExecMode::kEager) {
-    // Each call is enqueued once the previous op is done. With the check
-    // aside, calls alternate between two buffer sets and the host waits for
-    // the op alone: call k's check runs beside call k + 1 and is collected
-    // after k + 1 is enqueued.
-    const bool overlap = sh.device_check && check_aside();
-    for (size_t k = 0; k < n; ++k) {
-      const CallInputs& in = batch.calls[k];
-      const size_t set = overlap ? k % 2 : 0;
+    for (const CallInputs& in : batch.calls) {
       setup_clock.restart();
-      ensure(sh, eager_buffers_[set], staging_[set]);
+      ensure(sh, eager_buffers_, staging_[0]);
       kick_memory_stress(c, 1);
       setup_clock.lap(phases.setup_ms);
-      enqueue_call(sh, in, staging_[set], eager_buffers_[set], stream_for(in.slot), nullptr,
-                   &phases);
-      if (overlap && k > 0) {
-        CallBuffers& prev = eager_buffers_[set ^ 1];
-        PhaseClock clock;
-        check(cudaEventSynchronize(prev.checked.get()), "wait for the previous call's check", true);
-        clock.lap(phases.wait_ms);
-        collect(staging_[set ^ 1], batch.calls[k - 1], prev);
-      }
-      if (overlap && k + 1 < n) {
-        PhaseClock clock;
-        sync_ops();
-        clock.lap(phases.wait_ms);
-        continue;
-      }
-      wait(k + 1 == n);
-      collect(staging_[set], in, eager_buffers_[set]);
+      enqueue_call(sh, in, staging_[0], eager_buffers_, stream_for(in.slot), nullptr, &phases);
+      wait(&in == &batch.calls.back());
+      collect(staging_[0], in, eager_buffers_);
     }
   } else if (batch.mode == ExecMode::kPipelined) {
     if (pipe_buffers_.size() < n) pipe_buffers_.resize(n);
@@ -198,9 +175,7 @@ void GpuBackend::start_pressure(const Case& c, const CallShape& sh, const Batch&
   DCP_CHECK(pressure_allowed(batch.mode), HarnessError,
             "SM pressure needs eager or pipelined batches, not {}", to_string(batch.mode));
   if (batch.mode == ExecMode::kEager) {
-    for (size_t set = 0; set < eager_buffers_.size(); ++set) {
-      ensure(sh, eager_buffers_[set], staging_[set]);
-    }
+    ensure(sh, eager_buffers_, staging_[0]);
   } else {
     if (pipe_buffers_.size() < batch.calls.size()) pipe_buffers_.resize(batch.calls.size());
     for (size_t i = 0; i < batch.calls.size(); ++i) ensure(sh, pipe_buffers_[i], staging_[i]);
@@ -214,7 +189,7 @@ void GpuBackend::start_pressure(const Case& c, const CallShape& sh, const Batch&
   // kernel (measured: the built-in's first op under pressure waited for the
   // pressure's whole bound). Every rank runs the same cases, so these extra
   // calls line up across the group (as eager-before-capture's do).
-  CallBuffers& b = batch.mode == ExecMode::kEager ? eager_buffers_[0] : pipe_buffers_[0];
+  CallBuffers& b = batch.mode == ExecMode::kEager ? eager_buffers_ : pipe_buffers_[0];
   for (const CallInputs& in : batch.calls) {
     const auto variant = std::make_tuple(in.context, static_cast<int>(sh.out),
                                          static_cast<int>(sh.lse), static_cast<int>(sh.producer));

@@ -16,11 +16,10 @@ size_t elem_bytes(DType d) { return d == DType::kFp32 ? 4 : 2; }
 class StepTrace {
  public:
   StepTrace(int rank, cudaStream_t s) : rank_(rank), s_(s) {}
-  // A step on another stream than the call's (the check aside) names it.
-  void mark(const char* step, cudaStream_t on = nullptr) {
+  void mark(const char* step) {
     if (threshold_ms_ < 0) return;
     const double host_ms = lap();
-    const cudaError_t err = cudaStreamSynchronize(on != nullptr ? on : s_);
+    const cudaError_t err = cudaStreamSynchronize(s_);
     const double done_ms = lap();
     if (host_ms >= threshold_ms_ || done_ms >= threshold_ms_ || err != cudaSuccess) {
       fmt::print(stderr, "trace rank {}: {}: host call {:.3f} ms, then complete after {:.3f} ms{}\n",
@@ -66,14 +65,6 @@ TwiceStep step_twice() {  // read once per process: enqueue_call is a hot path
 }
 
 }  // namespace
-
-bool check_aside() {  // read once per process: enqueue_call is a hot path
-  static const bool aside = [] {
-    const char* v = std::getenv("DCP_CHECK_ASIDE");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  return aside;
-}
 
 // How long the slow producer's last token row is late.
 constexpr uint32_t kSlowProducerDelayNs = 30'000;
@@ -162,14 +153,6 @@ void GpuBackend::ensure(const CallShape& sh, CallBuffers& b, CallStaging& st) co
       b.check_zeroed = false;
     }
     st.check_result.ensure(sizeof(DeviceCheckResult), rank);
-    if (b.checked.get() == nullptr) {
-      b.op_done.create(rank);
-      // The host waits on `checked` (an eager batch): it sleeps there as
-      // everywhere (DCP_SYNC); an event without the flag is spun on.
-      b.checked.create(rank, sync_mode_from_env() == SyncMode::kBlock
-                                 ? cudaEventBlockingSync | cudaEventDisableTiming
-                                 : cudaEventDisableTiming);
-    }
   }
   const size_t region = region_capacity(sh, b);
   if (st.output == nullptr) {
@@ -336,9 +319,6 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
   PhaseClock clock;
   const launch_observer::OpScope op_scope(in.op_idx, in.slot, cfg_.dcp_size);
   StepTrace trace(cfg_.global_rank, s);
-  if (b.check_pending) {  // its last check (aside) may still read the region and `packed`
-    check(cudaStreamWaitEvent(s, b.checked.get(), 0), "wait for the buffers' last check", false);
-  }
   stage(sh, in, st);
   if (phases != nullptr) clock.lap(phases->stage_ms);
   trace.mark("stage");
@@ -355,14 +335,6 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     enqueue_op(make_launch(sh, in.slot, b), s, in.context);
   }
   trace.mark("op");
-  // The check aside starts when the op is done; the input reuse and the
-  // memory stress's release below touch nothing it reads.
-  const bool aside = sh.device_check && check_aside();
-  const cudaStream_t cs = aside ? check_stream_for(in.slot) : s;
-  if (aside) {
-    check(cudaEventRecord(b.op_done.get(), s), "record the op's end", false);
-    check(cudaStreamWaitEvent(cs, b.op_done.get(), 0), "order the check after the op", false);
-  }
   if (sh.reuse) {
     // The caller reuses the inputs at once (issue 15 item 7): stream-ordered
     // after the op (or its replay), before the peers' combines need have ended.
@@ -387,22 +359,18 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     bool zeroed = b.check_zeroed;
     for (int i = step_twice() == TwiceStep::kCheck ? 2 : 1; i > 0; --i) {
       check(launch_device_check(p, region, kGuardCanary, b.check_scratch.data(),
-                                b.check_scratch.bytes(), zeroed, result, cs),
+                                b.check_scratch.bytes(), zeroed, result, s),
             "device check", false);
       zeroed = true;  // a second check (stream-ordered) finds the scratch the first left zero
     }
     b.check_zeroed = false;  // until the check is seen complete (collect)
-    trace.mark("device check", cs);
+    trace.mark("device check");
   }
   if (!sh.device_check || in.copy_output) {
     check(cudaMemcpyAsync(st.output->data(), region.base, region.total_bytes(),
-                          cudaMemcpyDeviceToHost, cs),
+                          cudaMemcpyDeviceToHost, s),
           "copy output region out", false);
-    trace.mark("copies out", cs);
-  }
-  if (aside) {
-    check(cudaEventRecord(b.checked.get(), cs), "record the check's end", false);
-    b.check_pending = true;
+    trace.mark("copies out");
   }
 }
 

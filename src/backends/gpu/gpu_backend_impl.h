@@ -16,15 +16,12 @@
 // NaN in fp16 and bf16, its guards filled), skew delay, the op (or a replay
 // of the graph that captured it), then the device check and, for the CPU
 // checker, the copy of the output out (a reuse case writes NaN over both
-// inputs first, right after the op). With the check aside (check_aside)
-// those two run on the slot's check stream after the op instead, and the
-// next call into the same buffers waits for them. With a slow producer
+// inputs first, right after the op). With a slow producer
 // (Case::producer) both inputs are poisoned instead and the producer kernel,
 // the last thing before the op, writes them (under graphs it is captured
 // with the op, its parameters copied in before each replay). Modes differ
 // only in buffers and synchronisation:
-//   eager      one buffer set (two with the check aside, alternating), host
-//              sync after every call (its op alone with the check aside);
+//   eager      one buffer set, host sync after every call;
 //   pipelined  one buffer set per call, one sync after the whole batch;
 //   graph      one buffer set per graph: each slot caches up to
 //              kGraphsPerSlot graphs by launch key (a graph set replays one
@@ -123,11 +120,6 @@ struct PackedInputs {
   }
 };
 
-// DCP_CHECK_ASIDE=1 (off by default until it has run on a GPU): the device
-// check runs aside, on its slot's check stream (docs/DESIGN.md, "The check
-// aside"); else on the op stream after the op, as it always has.
-bool check_aside();
-
 // `packed` the call's packed sources (PackedInputs), one copy in; `output` is
 // the output region (kernels/output_region.h: guards, output, combined LSE),
 // filled by the preparation kernel before the call and copied out whole into
@@ -138,12 +130,6 @@ struct CallBuffers {  // device side of one call
   DeviceBuffer check_scratch;  // the device checker's (DeviceCheckScratch)
   bool check_zeroed = false;   // check_scratch is all zero (launch_device_check)
   DeviceBuffer producer_params;  // the slow producer's (SlowProducerParams)
-  // The check aside (check_aside): `op_done` orders it after the op; the
-  // next call into these buffers waits for `checked` (the check and the copy
-  // out read the region and `packed`) while check_pending, which is set when
-  // a check is enqueued and cleared when the host has seen it complete.
-  Event op_done, checked;
-  bool check_pending = false;
 };
 struct CallStaging {  // host side of one call
   PinnedBuffer partial_output, packed, producer_params;
@@ -246,9 +232,7 @@ class GpuBackend final : public RankBackend {
   // the least recently used one with its buffers ensured for `sh` (not captured).
   SlotGraph& graph_for(const CallShape& sh, int ctx, int slot, CallStaging& st, bool* cached);
   cudaStream_t stream_for(int slot) const;
-  cudaStream_t check_stream_for(int slot) const;
-  void sync_ops();  // the op streams
-  void sync_all();  // the op streams and the check streams
+  void sync_all();
   // Throws for a failed CUDA call of a batch: device faults (and any error in
   // the op's own launch) are the kernel's, the rest the harness's.
   void check(cudaError_t err, const char* what, bool in_op) const;
@@ -284,11 +268,6 @@ class GpuBackend final : public RankBackend {
   size_t guard_ = 0;               // bytes of each output guard zone
   const Case* current_ = nullptr;  // for messages, valid during run_batch
   std::array<Stream, kMaxSlots> streams_;
-  // The device check of slot i's calls, beside the op stream (check_aside):
-  // one step below the ops' priority, so an op's blocks are placed first, and
-  // above the SM-pressure kernel's (whose queued blocks would hold back a
-  // grid of its own priority until the pressure's bound).
-  std::array<Stream, kMaxSlots> check_streams_;
   std::array<Event, kMaxSlots> joins_;        // stream i's work so far, for stream 0
   PinnedBuffer tails_host_;                    // the tail guards, region after region
   bool tails_pending_ = false;                 // tails_host_ is being filled for this batch
@@ -302,8 +281,7 @@ class GpuBackend final : public RankBackend {
   std::array<KernelContext, kMaxContexts> contexts_;
   Rendezvous* rendezvous_ = nullptr;  // the worker's, outlives this backend
   // Buffers.
-  // Two: with the check aside, eager call k + 1 runs beside call k's check.
-  std::array<CallBuffers, 2> eager_buffers_;
+  CallBuffers eager_buffers_;
   std::vector<CallBuffers> pipe_buffers_;
   std::vector<CallStaging> staging_;
   std::shared_ptr<OutputPool> output_pool_;
