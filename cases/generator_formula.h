@@ -90,6 +90,31 @@ DCP_HD double value_table_value(bool bf16, int k, uint32_t i) {
   return check_math::half_to_float(bf16, value_table_bits(bf16, k, i));
 }
 
+// ---- The check table: the value table decoded, for the device checker ----
+// Every table value as a double has a zero low word (at most 11 significant
+// bits), so entry j of slot (bf16, k) holds only the high word of
+// value_table_value(bf16, k, j mod kValueTableSize): no decode per element.
+// A slot runs kCheckTableTail entries past kValueTableSize (its first ones
+// again), so a row reads [offset + d] without wrapping for every
+// d < kCheckTableTail (device_check_row.h: element_sums).
+constexpr uint32_t kCheckTableTail = 2048;
+constexpr size_t kCheckTableSlotLen = size_t{kValueTableSize} + kCheckTableTail;
+constexpr size_t kCheckTableEntries = size_t{2} * 4 * kCheckTableSlotLen;
+DCP_HD size_t check_table_slot(bool bf16, int k) {
+  return (static_cast<size_t>(bf16 ? 4 : 0) + static_cast<size_t>(k)) * kCheckTableSlotLen;
+}
+// Entry j (< kCheckTableEntries), as the fill kernel and the host tests write it.
+DCP_HD uint32_t check_table_entry(size_t j) {
+  const size_t slot = j / kCheckTableSlotLen;
+  const auto i = static_cast<uint32_t>(j % kCheckTableSlotLen) & (kValueTableSize - 1);
+  const double v = value_table_value(slot >= 4, static_cast<int>(slot % 4), i);
+  return static_cast<uint32_t>(check_math::dbits(v) >> 32);
+}
+// A check table entry as the double it is (exact).
+DCP_HD double check_table_value(uint32_t high_word) {
+  return check_math::bits_d(static_cast<uint64_t>(high_word) << 32);
+}
+
 // One source's partial_output ([T, token_stride] 16-bit elements) as the
 // rows it is drawn from. Row (t, h) is normal when token_normal[t] != 0 (the
 // token's shard is not empty and its LSE is not planted); other rows and the

@@ -52,7 +52,7 @@ bool ok(cudaError_t err, const char* what) {
 class Call {
  public:
   Call(const Case& c, int group_rank, int op, bool with_lse, const DeviceValueTable& table,
-       const std::vector<uint16_t>& host_table)
+       const std::vector<uint32_t>& host_table)
       : c_(c), gen_(c, 0, op), rank_(group_rank), op_(op), with_lse_(with_lse) {
     kinds_ = row_kinds_of(c, gen_);
     p_ = device_check_params(c, gen_, group_rank);
@@ -78,10 +78,10 @@ class Call {
     p_.combined_lse =
         with_lse ? reinterpret_cast<const float*>(base + 2 * kGuard + region_.out_bytes) : nullptr;
     p_.row_kinds = static_cast<const uint8_t*>(kinds_dev_);
-    p_.table = table.bits;
+    p_.check_table = table.check;
     host_p_ = p_;
     host_p_.row_kinds = kinds_.data();
-    host_p_.table = host_table.data();
+    host_p_.check_table = host_table.data();
   }
   ~Call() {
     cudaFree(region_.base);
@@ -272,12 +272,21 @@ void bisect(Call& call, const std::vector<uint8_t>& out, const std::vector<float
 int main() {
   if (skip_without_gpu("gpu_check_agree")) return 77;
   DeviceValueTable table;
-  std::vector<uint16_t> host_table(kDeviceValueTableSlots);
+  std::vector<uint32_t> host_table(kCheckTableEntries);
   if (!make_device_value_table("gpu_check_agree", &table) ||
-      !ok(cudaMemcpy(host_table.data(), table.bits, host_table.size() * sizeof(uint16_t),
+      !ok(cudaMemcpy(host_table.data(), table.check, host_table.size() * sizeof(uint32_t),
                      cudaMemcpyDeviceToHost),
           "copy table")) {
     return 1;
+  }
+  // The device's check table is the formula's (so the host-compiled
+  // arithmetic below, which reads the copy, is the CPU checker's too).
+  for (size_t j = 0; j < host_table.size(); ++j) {
+    if (host_table[j] != check_table_entry(j)) {
+      std::printf("FAIL: gpu_check_agree: check table entry %zu is %08x on the device, %08x on the host\n",
+                  j, host_table[j], check_table_entry(j));
+      return 1;
+    }
   }
   int calls = 0, disagree = 0, bisected = 0;
   int edge_calls[kStyles] = {};  // calls with elements passing and failing
