@@ -217,13 +217,13 @@ DCP_HD void count_elements(const DeviceCheckParams& p, const CheckRow& r, int ro
   const size_t at = static_cast<size_t>(row) * static_cast<size_t>(p.head_dim) + d0;
   double want[N];
   element_sums<kBf16, N, false>(p, r, d0, want, nullptr);
-  bool sure = r.any;
+  uint16_t got[N];  // read together, not one per element's branch
+  DCP_UNROLL for (int k = 0; k < N; ++k) got[k] = k < n ? output_bits(p, at + k * kCheckLaneStride) : 0;
+  bool sure = r.any;  // & not &&: no branch per element
   DCP_UNROLL for (int k = 0; k < N; ++k) {
-    if (k >= n) break;
-    const double got = cm::half_to_float(kBf16, output_bits(p, at + k * kCheckLaneStride));
     const double tol = cm::element_screen_tolerance(kBf16 ? 7 : 10, kBf16 ? 127 : 15, want[k],
                                                     r.u32_scale);
-    sure = sure && cm::element_passes(got, want[k], tol);
+    sure &= k >= n || cm::element_passes(cm::half_to_float(kBf16, got[k]), want[k], tol);
   }
   if (sure) {
     c.checked += static_cast<unsigned long long>(n);
