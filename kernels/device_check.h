@@ -56,9 +56,9 @@ struct DeviceCheckParams {
   uint64_t row_key[kDeviceCheckMaxSources] = {};
   const uint8_t* row_kinds = nullptr;  // [W][T] LseRowKind
   // The check table (check_table_entry, generator_formula.h): a source's
-  // element is read as the double it is, not recomputed or decoded. Device
-  // memory (host in tests).
-  const uint32_t* check_table = nullptr;
+  // element is read and decoded (exact), not recomputed. Device memory
+  // (host in tests).
+  const uint16_t* check_table = nullptr;
 };
 
 // Device scratch of one call's check: the accumulators (counts, guard

@@ -121,9 +121,9 @@ constexpr int kCheckLaneStride = 32;
 // The weighted sums of N elements of a row (after check_row_setup), dims d0,
 // d0 + 32, ...: per element from +0 in source order, want += w x and, with
 // kAbs, abs_sum += |w x| (w > 0, so |RN(w x)| is RN(w |x|), the CPU checker's
-// term). Each x is a check table entry (the double itself, no decode), read
-// at [offset + d] of the source's slot without wrapping (d <
-// kCheckTableTail: kCheckMaxHeadDim). Every source's N reads are issued
+// term). Each x is a check table entry, read at [offset + d] of the source's
+// slot without wrapping (d < kCheckTableTail: kCheckMaxHeadDim), decoded
+// exactly (check_table_value). Every source's N reads are issued
 // together (independent across elements): a warp waits on one table read per
 // source and batch, not one per element. Dims past the row read the table
 // only. kBf16: the output's format, fixed at compile time.
@@ -138,11 +138,11 @@ DCP_HD void element_sums(const DeviceCheckParams& p, const CheckRow& r, int d0, 
   for (int j = 0; j < r.count; ++j) {
     const RowDraw draw = r.draw[j];
     const double w = r.weight[j];
-    const uint32_t* row = p.check_table + check_table_slot(kBf16, draw.scale_k) + draw.offset + d0;
-    uint32_t high[N];
-    DCP_UNROLL for (int k = 0; k < N; ++k) high[k] = row[k * kCheckLaneStride];
+    const uint16_t* row = p.check_table + check_table_slot(kBf16, draw.scale_k) + draw.offset + d0;
+    uint16_t bits[N];
+    DCP_UNROLL for (int k = 0; k < N; ++k) bits[k] = row[k * kCheckLaneStride];
     DCP_UNROLL for (int k = 0; k < N; ++k) {
-      const double wx = cm::mul(w, check_table_value(high[k]));
+      const double wx = cm::mul(w, check_table_value<kBf16>(bits[k], draw.scale_k));
       want[k] = cm::add(want[k], wx);
       if constexpr (kAbs) abs_sum[k] = cm::add(abs_sum[k], cm::abs(wx));
     }

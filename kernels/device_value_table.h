@@ -1,7 +1,7 @@
 // The value table on the device (generator_formula.h, value_table_slot): the
 // call preparation reads partial_output's elements from `bits`, and the
-// device checker the sources' values from `check` (the same values decoded:
-// check_table_entry), instead of evaluating the formula per element. Filled
+// device checker the sources' values from `check` (check_table_entry: the
+// same values, fewer slots), instead of evaluating the formula per element. Filled
 // once per GPU backend (a worker has one per group size, geometry and
 // kernel), on the device, from the formula itself; the same table the host
 // reads (value_table.h).
@@ -16,7 +16,7 @@ namespace dcp {
 
 struct DeviceValueTable {
   const uint16_t* bits = nullptr;   // [kDeviceValueTableSlots] as stored
-  const uint32_t* check = nullptr;  // [kCheckTableEntries] high words (check_table_entry)
+  const uint16_t* check = nullptr;  // [kCheckTableEntries] (check_table_entry)
 };
 
 size_t device_value_table_bytes();

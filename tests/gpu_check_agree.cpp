@@ -52,7 +52,7 @@ bool ok(cudaError_t err, const char* what) {
 class Call {
  public:
   Call(const Case& c, int group_rank, int op, bool with_lse, const DeviceValueTable& table,
-       const std::vector<uint32_t>& host_table)
+       const std::vector<uint16_t>& host_table)
       : c_(c), gen_(c, 0, op), rank_(group_rank), op_(op), with_lse_(with_lse) {
     kinds_ = row_kinds_of(c, gen_);
     p_ = device_check_params(c, gen_, group_rank);
@@ -272,9 +272,9 @@ void bisect(Call& call, const std::vector<uint8_t>& out, const std::vector<float
 int main() {
   if (skip_without_gpu("gpu_check_agree")) return 77;
   DeviceValueTable table;
-  std::vector<uint32_t> host_table(kCheckTableEntries);
+  std::vector<uint16_t> host_table(kCheckTableEntries);
   if (!make_device_value_table("gpu_check_agree", &table) ||
-      !ok(cudaMemcpy(host_table.data(), table.check, host_table.size() * sizeof(uint32_t),
+      !ok(cudaMemcpy(host_table.data(), table.check, host_table.size() * sizeof(uint16_t),
                      cudaMemcpyDeviceToHost),
           "copy table")) {
     return 1;
@@ -283,7 +283,7 @@ int main() {
   // arithmetic below, which reads the copy, is the CPU checker's too).
   for (size_t j = 0; j < host_table.size(); ++j) {
     if (host_table[j] != check_table_entry(j)) {
-      std::printf("FAIL: gpu_check_agree: check table entry %zu is %08x on the device, %08x on the host\n",
+      std::printf("FAIL: gpu_check_agree: check table entry %zu is %04x on the device, %04x on the host\n",
                   j, host_table[j], check_table_entry(j));
       return 1;
     }

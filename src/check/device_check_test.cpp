@@ -28,9 +28,9 @@ namespace {
 
 // The device's check table (check_table_entry), built on the host from the
 // same formula the device's fill kernel evaluates.
-const uint32_t* host_check_table() {
-  static const std::vector<uint32_t> table = [] {
-    std::vector<uint32_t> t(kCheckTableEntries);
+const uint16_t* host_check_table() {
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(kCheckTableEntries);
     for (size_t j = 0; j < t.size(); ++j) t[j] = check_table_entry(j);
     return t;
   }();
@@ -224,13 +224,14 @@ TEST_CASE("the device checker's arithmetic agrees with the CPU checker bit for b
   CHECK(passing >= 20);
 }
 
-TEST_CASE("the check table is the value table's values, each a double with a zero low word") {
-  const uint32_t* table = host_check_table();
+TEST_CASE("the check table decodes to the value table's values, bf16's every scale from one slot") {
+  const uint16_t* table = host_check_table();
   for (int f = 0; f < 2; ++f) {
     for (int k = 0; k < 4; ++k) {
       for (uint32_t j = 0; j < kCheckTableSlotLen; ++j) {
         const double want = value_table_value(f == 1, k, j & (kValueTableSize - 1));
-        const double got = check_table_value(table[check_table_slot(f == 1, k) + j]);
+        const uint16_t entry = table[check_table_slot(f == 1, k) + j];
+        const double got = f == 1 ? check_table_value<true>(entry, k) : check_table_value<false>(entry, k);
         REQUIRE_MESSAGE(check_math::dbits(got) == check_math::dbits(want), "format ", f, " k ", k,
                         " entry ", j);
       }
@@ -279,13 +280,13 @@ TEST_CASE("an element the screen cannot pass is counted from its exact tolerance
   // Two sources of weight 1/2 whose table values cancel at one of a lane's
   // dims (0, 32, ..., 224): want is 0 there, so the screen's tolerance is
   // its least half ulp (2^-134), the exact one ~u32 |x| scale.
-  const uint32_t* table = host_check_table();
+  const uint16_t* table = host_check_table();
   uint32_t o2 = 0;
   int dim = -1;
   for (uint32_t o = 1; o < kValueTableSize && dim < 0; ++o) {
     for (int d = 0; d < 8 * kCheckLaneStride && dim < 0; d += kCheckLaneStride) {
-      const double x = check_table_value(table[check_table_slot(true, 0) + static_cast<uint32_t>(d)]);
-      const double y = check_table_value(table[check_table_slot(true, 0) + o + static_cast<uint32_t>(d)]);
+      const double x = check_table_value<true>(table[check_table_slot(true, 0) + static_cast<uint32_t>(d)], 0);
+      const double y = check_table_value<true>(table[check_table_slot(true, 0) + o + static_cast<uint32_t>(d)], 0);
       if (x == -y && cm::abs(x) >= 0.5) {
         o2 = o;
         dim = d / kCheckLaneStride;
