@@ -90,40 +90,6 @@ DCP_HD double value_table_value(bool bf16, int k, uint32_t i) {
   return check_math::half_to_float(bf16, value_table_bits(bf16, k, i));
 }
 
-// ---- The check table: the device checker's copy of the value table ----
-// Small, for the checker's caches: bf16 keeps scale 0 only, since a bf16
-// value at scale 2^-k is the scale-0 value with its exponent k lower (every
-// entry is a normal number, |x| >= 2^-51, so rounding commutes with the
-// scale: value_table_bits(true, k, i) == value_table_bits(true, 0, i) -
-// (k << 7)); fp16 keeps its four scales (small values round to its
-// subnormals differently at each scale). Each slot runs kCheckTableTail
-// entries past kValueTableSize (its first ones again), so a row reads
-// [offset + d] without wrapping for every d < kCheckTableTail
-// (device_check_row.h: element_sums). 5 slots of 16-bit entries, 660 KiB.
-constexpr uint32_t kCheckTableTail = 2048;
-constexpr size_t kCheckTableSlotLen = size_t{kValueTableSize} + kCheckTableTail;
-constexpr size_t kCheckTableEntries = size_t{5} * kCheckTableSlotLen;
-// Slot 0: bf16 at scale 0 (every scale); slots 1..4: fp16 at scale k.
-DCP_HD size_t check_table_slot(bool bf16, int k) {
-  return bf16 ? 0 : (1 + static_cast<size_t>(k)) * kCheckTableSlotLen;
-}
-// Entry j (< kCheckTableEntries), as the fill kernel and the host tests write it.
-DCP_HD uint16_t check_table_entry(size_t j) {
-  const size_t slot = j / kCheckTableSlotLen;
-  const auto i = static_cast<uint32_t>(j % kCheckTableSlotLen) & (kValueTableSize - 1);
-  return slot == 0 ? value_table_bits(true, 0, i) : value_table_bits(false, static_cast<int>(slot) - 1, i);
-}
-// An entry of the slot check_table_slot(bf16, k) as the value it stands for
-// at scale 2^-k (exact): bf16 as float bits with the exponent lowered by k.
-template <bool kBf16>
-DCP_HD double check_table_value(uint16_t entry, int k) {
-  if constexpr (kBf16) {
-    return bits_float((static_cast<uint32_t>(entry) << 16) - (static_cast<uint32_t>(k) << 23));
-  } else {
-    return check_math::fp16_to_float(entry);
-  }
-}
-
 // One source's partial_output ([T, token_stride] 16-bit elements) as the
 // rows it is drawn from. Row (t, h) is normal when token_normal[t] != 0 (the
 // token's shard is not empty and its LSE is not planted); other rows and the

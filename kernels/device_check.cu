@@ -127,16 +127,16 @@ __device__ void check_some_rows(const DeviceCheckParams& p, const Scratch& s, in
     warp_row_setup(p, row, lane, r);
     const unsigned long long bad_before = c.bad;
     if (p.combined_lse != nullptr && part == 0 && lane == 0) c.add(check_row_lse(p, r, row));
-    const PartDims dims = check_row_part_dims(parts, part, lane, p.head_dim);
-    for (int first = dims.first; first < dims.end; first += kCheckLaneStride * kCheckElementBatch) {
-      const int n = check_batch_size(dims.end, first);
+    const PartDims dims = check_row_part_dims(parts, part, lane);
+    for (int first = dims.first; first < p.head_dim; first += dims.step * kCheckElementBatch) {
+      const int n = check_batch_size(p.head_dim, first, dims.step);
       // The element arithmetic specialised per format; the row setup above
       // is not (one copy: this kernel's code already strains the
       // instruction cache, Nsight Compute's no_inst stalls).
       if (p.out_format == 1) {
-        count_elements<true, kCheckElementBatch>(p, r, row, first, n, c);
+        count_elements<true, kCheckElementBatch>(p, r, row, first, dims.step, n, c);
       } else {
-        count_elements<false, kCheckElementBatch>(p, r, row, first, n, c);
+        count_elements<false, kCheckElementBatch>(p, r, row, first, dims.step, n, c);
       }
     }
     if (__any_sync(0xFFFFFFFFu, c.bad != bad_before) && lane == 0) {

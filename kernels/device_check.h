@@ -55,10 +55,10 @@ struct DeviceCheckParams {
   uint64_t lse_key[kDeviceCheckMaxSources] = {};
   uint64_t row_key[kDeviceCheckMaxSources] = {};
   const uint8_t* row_kinds = nullptr;  // [W][T] LseRowKind
-  // The check table (check_table_entry, generator_formula.h): a source's
-  // element is read and decoded (exact), not recomputed. Device memory
-  // (host in tests).
-  const uint16_t* check_table = nullptr;
+  // The value table's bits (value_table_slot, generator_formula.h): a
+  // source's element is read and decoded (exact), not recomputed. Device
+  // memory (host in tests).
+  const uint16_t* table = nullptr;
 };
 
 // Device scratch of one call's check: the accumulators (counts, guard

@@ -22,7 +22,6 @@ struct CheckRow {
   RowDraw draw[kDeviceCheckMaxSources];
   bool any = false;  // some source contributes (else the row must be exactly zero)
   double scale = 0;  // check_math::bound_scale
-  double u32_scale = 0;  // mul(kU32, scale) (exact): the screen's (count_elements)
   double lse_want = 0, lse_tol = 0;
 };
 
@@ -75,7 +74,6 @@ DCP_HD void check_row_finish(const DeviceCheckParams& p, const double* l2, const
     for (int s = 0; s < w; ++s) weight[s] = 0;
   }
   r.scale = cm::bound_scale(w, magnitude);
-  r.u32_scale = cm::mul(cm::kU32, r.scale);
   r.lse_want = cm::combined_lse_from_terms(w, l2, term, m, r.any, p.base_e);
   r.lse_tol = r.any ? cm::combined_lse_tolerance(r.lse_want, w, magnitude) : 0;
   r.count = 0;
@@ -115,21 +113,16 @@ DCP_HD uint16_t output_bits(const DeviceCheckParams& p, size_t i) {
 #endif
 }
 
-// A lane's elements of one batch are 32 dims apart (check_row_part_dims).
-constexpr int kCheckLaneStride = 32;
-
 // The weighted sums of N elements of a row (after check_row_setup), dims d0,
-// d0 + 32, ...: per element from +0 in source order, want += w x and, with
+// d0 + step, ...: per element from +0 in source order, want += w x and, with
 // kAbs, abs_sum += |w x| (w > 0, so |RN(w x)| is RN(w |x|), the CPU checker's
-// term). Each x is a check table entry, read at [offset + d] of the source's
-// slot without wrapping (d < kCheckTableTail: kCheckMaxHeadDim), decoded
-// exactly (check_table_value). Every source's N reads are issued
-// together (independent across elements): a warp waits on one table read per
-// source and batch, not one per element. Dims past the row read the table
-// only. kBf16: the output's format, fixed at compile time.
+// term). Every source's N table reads are issued together (independent
+// across elements): a warp waits on one table read per source and batch,
+// not one per element. Dims past the row read the table only (any index is
+// in it). kBf16: the output's format, fixed at compile time.
 template <bool kBf16, int N, bool kAbs = true>
-DCP_HD void element_sums(const DeviceCheckParams& p, const CheckRow& r, int d0, double* want,
-                         double* abs_sum) {
+DCP_HD void element_sums(const DeviceCheckParams& p, const CheckRow& r, int d0, int step,
+                         double* want, double* abs_sum) {
   namespace cm = check_math;
   DCP_UNROLL for (int k = 0; k < N; ++k) {
     want[k] = 0;
@@ -138,11 +131,11 @@ DCP_HD void element_sums(const DeviceCheckParams& p, const CheckRow& r, int d0, 
   for (int j = 0; j < r.count; ++j) {
     const RowDraw draw = r.draw[j];
     const double w = r.weight[j];
-    const uint16_t* row = p.check_table + check_table_slot(kBf16, draw.scale_k) + draw.offset + d0;
-    uint16_t bits[N];
-    DCP_UNROLL for (int k = 0; k < N; ++k) bits[k] = row[k * kCheckLaneStride];
+    const uint16_t* table = p.table + value_table_slot(kBf16, draw.scale_k, 0);
+    uint16_t bits[N];  // value_table_value's bits
+    DCP_UNROLL for (int k = 0; k < N; ++k) bits[k] = table[row_index(draw, d0 + k * step)];
     DCP_UNROLL for (int k = 0; k < N; ++k) {
-      const double wx = cm::mul(w, check_table_value<kBf16>(bits[k], draw.scale_k));
+      const double wx = cm::mul(w, cm::half_to_float(kBf16, bits[k]));
       want[k] = cm::add(want[k], wx);
       if constexpr (kAbs) abs_sum[k] = cm::add(abs_sum[k], cm::abs(wx));
     }
@@ -162,32 +155,32 @@ DCP_HD ElementCheck element_verdict(const CheckRow& r, uint16_t got, double want
   return e;
 }
 
-// Elements d0, d0 + 32, ..., n <= N of them, of `row` (after
+// Elements d0, d0 + step, ..., n <= N of them, of `row` (after
 // check_row_setup), each as the CPU checker does it: the weighted sum from +0
 // in source order (one rounding per product and per sum), the tolerance and
 // the test; element k's verdict handed to take(k, verdict). The same bits
 // for any N (check_element is N = 1).
 template <bool kBf16, int N, class Take>
-DCP_HD void for_each_element(const DeviceCheckParams& p, const CheckRow& r, int row, int d0, int n,
-                             Take&& take) {
-  const size_t at = static_cast<size_t>(row) * static_cast<size_t>(p.head_dim) + d0;
+DCP_HD void for_each_element(const DeviceCheckParams& p, const CheckRow& r, int row, int d0,
+                             int step, int n, Take&& take) {
+  const size_t row_at = static_cast<size_t>(row) * static_cast<size_t>(p.head_dim);
   double want[N], abs_sum[N];
-  element_sums<kBf16, N>(p, r, d0, want, abs_sum);
+  element_sums<kBf16, N>(p, r, d0, step, want, abs_sum);
   DCP_UNROLL for (int k = 0; k < N; ++k) {
     if (k >= n) break;
-    take(k, element_verdict<kBf16>(r, output_bits(p, at + k * kCheckLaneStride), want[k],
-                                   abs_sum[k]));
+    take(k, element_verdict<kBf16>(r, output_bits(p, row_at + static_cast<size_t>(d0 + k * step)),
+                                   want[k], abs_sum[k]));
   }
 }
 // Every verdict kept (the report, the host tests).
 template <int N>
-DCP_HD void check_elements(const DeviceCheckParams& p, const CheckRow& r, int row, int d0, int n,
-                           ElementCheck* e) {
+DCP_HD void check_elements(const DeviceCheckParams& p, const CheckRow& r, int row, int d0,
+                           int step, int n, ElementCheck* e) {
   const auto keep = [e](int k, const ElementCheck& v) { e[k] = v; };
   if (p.out_format == 1) {
-    for_each_element<true, N>(p, r, row, d0, n, keep);
+    for_each_element<true, N>(p, r, row, d0, step, n, keep);
   } else {
-    for_each_element<false, N>(p, r, row, d0, n, keep);
+    for_each_element<false, N>(p, r, row, d0, step, n, keep);
   }
 }
 
@@ -203,34 +196,31 @@ struct ElementCounts {
   }
 };
 // Counted, screened first: the sums without |w x| (half the float64 adds and
-// registers), each element tested against check_math::element_screen_tolerance,
-// a lower bound of its tolerance from |want| and the row's u32_scale (a few
-// integer operations for the ulp), so an element that passes it passes. A
-// batch with an element that does not (rare in a correct output: its error
-// is mostly the final rounding, within half an ulp), or a row no source
-// contributes to (its tolerance is 0), is counted again exactly, an element
-// at a time: the same verdicts as for_each_element's (device_check_test).
+// registers), each element tested against its tolerance with |want| for the
+// |w x| sum. That is a lower bound of its tolerance (|want| <= abs_sum, as RN
+// is monotone and odd, and element_tolerance grows with abs_sum), so an
+// element that passes it passes. A batch with an element that does not
+// (rare in a correct output: its error is mostly the final rounding, within
+// half an ulp) is counted again exactly, an element at a time: the same
+// verdicts as for_each_element's (device_check_test).
 template <bool kBf16, int N>
-DCP_HD void count_elements(const DeviceCheckParams& p, const CheckRow& r, int row, int d0, int n,
-                           ElementCounts& c) {
-  namespace cm = check_math;
-  const size_t at = static_cast<size_t>(row) * static_cast<size_t>(p.head_dim) + d0;
+DCP_HD void count_elements(const DeviceCheckParams& p, const CheckRow& r, int row, int d0,
+                           int step, int n, ElementCounts& c) {
+  const size_t row_at = static_cast<size_t>(row) * static_cast<size_t>(p.head_dim);
   double want[N];
-  element_sums<kBf16, N, false>(p, r, d0, want, nullptr);
-  uint16_t got[N];  // read together, not one per element's branch
-  DCP_UNROLL for (int k = 0; k < N; ++k) got[k] = k < n ? output_bits(p, at + k * kCheckLaneStride) : 0;
-  bool sure = r.any;  // & not &&: no branch per element
+  element_sums<kBf16, N, false>(p, r, d0, step, want, nullptr);
+  bool sure = true;
   DCP_UNROLL for (int k = 0; k < N; ++k) {
-    const double tol = cm::element_screen_tolerance(kBf16 ? 7 : 10, kBf16 ? 127 : 15, want[k],
-                                                    r.u32_scale);
-    sure &= k >= n || cm::element_passes(cm::half_to_float(kBf16, got[k]), want[k], tol);
+    if (k >= n) break;
+    const uint16_t got = output_bits(p, row_at + static_cast<size_t>(d0 + k * step));
+    sure = sure && element_verdict<kBf16>(r, got, want[k], check_math::abs(want[k])).pass;
   }
   if (sure) {
     c.checked += static_cast<unsigned long long>(n);
     return;
   }
   for (int k = 0; k < n; ++k) {
-    for_each_element<kBf16, 1>(p, r, row, d0 + k * kCheckLaneStride, 1,
+    for_each_element<kBf16, 1>(p, r, row, d0 + k * step, step, 1,
                                [&c](int, const ElementCheck& e) { c.add(e); });
   }
 }
@@ -238,46 +228,37 @@ DCP_HD void count_elements(const DeviceCheckParams& p, const CheckRow& r, int ro
 // of a row at once (two batches for a 512-wide row; more costs registers,
 // hence blocks per SM).
 constexpr int kCheckElementBatch = 8;
-// The widest row the device checker takes (a batch reads up to 7 * 32 dims
-// past the row: element_sums); wider ones are the CPU's (device_checkable).
-constexpr int kCheckMaxHeadDim = static_cast<int>(kCheckTableTail) - kCheckLaneStride * kCheckElementBatch;
 
 // Warps per row: a warp's work is a chain of dependent float64 operations,
 // so latency bounds it; a call of few rows (small T) splits each row's dims
 // over up to 4 warps to spread over more of them, never more than it has
-// 32-dim slices. Part q of a row checks a run of its 32-dim slices
-// (check_row_part_dims).
+// 32-dim slices. Part q of a row checks dims 32 q + lane, stepping by
+// 32 * warps (check_row_part_dims).
 DCP_HD int check_warps_per_row(int rows, int head_dim) {
   const int parts = rows >= 256 ? 1 : rows >= 64 ? 2 : 4;
   const int slices = (head_dim + 31) / 32;
   return parts < slices ? parts : slices < 1 ? 1 : slices;
 }
-// A lane's dims in part q of a row: first, first + 32, ... < end. Part q
-// checks slices [q c, (q + 1) c) of the row's, c = ceil(slices / warps), so a
-// lane's dims are always 32 apart (kCheckLaneStride: fixed offsets in its
-// batch's table reads); the last part may have fewer, or none.
+// A lane's dims in part q of a row: first, first + step, ... < head_dim.
 struct PartDims {
-  int first = 0, end = 0;
+  int first = 0, step = 32;
 };
-DCP_HD PartDims check_row_part_dims(int warps_per_row, int part, int lane, int head_dim) {
-  const int slices = (head_dim + 31) / 32;
-  const int per_part = (slices + warps_per_row - 1) / warps_per_row;
+DCP_HD PartDims check_row_part_dims(int warps_per_row, int part, int lane) {
   PartDims d;
-  d.first = kCheckLaneStride * per_part * part + lane;
-  const int end = kCheckLaneStride * per_part * (part + 1);
-  d.end = end < head_dim ? end : head_dim;
+  d.first = 32 * part + lane;
+  d.step = 32 * warps_per_row;
   return d;
 }
-// How many of a lane's dims from `first` (first < end, 32 apart) one batch takes.
-DCP_HD int check_batch_size(int end, int first) {
-  const int left = (end - first + kCheckLaneStride - 1) / kCheckLaneStride;
+// How many of a lane's dims from `first` (stepping by `step`) one batch takes.
+DCP_HD int check_batch_size(int head_dim, int first, int step) {
+  const int left = (head_dim - first + step - 1) / step;
   return left < kCheckElementBatch ? left : kCheckElementBatch;
 }
 
 // Element d of `row` (after check_row_setup).
 DCP_HD ElementCheck check_element(const DeviceCheckParams& p, const CheckRow& r, int row, int d) {
   ElementCheck e;
-  check_elements<1>(p, r, row, d, 1, &e);
+  check_elements<1>(p, r, row, d, 1, 1, &e);
   return e;
 }
 

@@ -232,23 +232,6 @@ DCP_HD double combined_lse_tolerance(double want, int num_sources, double lse_ma
   return mul(kEps32, add(add(mul(4.0, lse_magnitude), mul(4.0, num_sources + 2)),
                          mul(2.0, abs(want))));
 }
-// A lower bound of element_tolerance(mantissa, bias, want, abs_sum, scale)
-// for every abs_sum >= |want|, cheaper (the device checker's screen,
-// device_check_row.h: count_elements): 0.5 ulp(|want|) + |want| u32_scale,
-// u32_scale = mul(kU32, scale) (exact: kU32 is a power of two). Each term is
-// at most its counterpart (ulp is monotone in |x| and |want| <=
-// add(|want|, e32); mul(|want|, u32_scale) <= mul(mul(kU32, abs_sum), scale)
-// as RN is monotone), so an element within it is within its tolerance. The
-// half ulp is ulp()'s bits halved, from the exponent field alone.
-DCP_HD double element_screen_tolerance(int mantissa, int bias, double want, double u32_scale) {
-  const double a = abs(want);
-  const auto least = static_cast<uint32_t>(1 - bias + 1023) << 20;  // ulp()'s clamp
-  const auto most = static_cast<uint32_t>(bias + 1023) << 20;
-  uint32_t e = static_cast<uint32_t>(dbits(a) >> 32) & 0x7FF00000u;
-  e = e < least ? least : e > most ? most : e;
-  const uint32_t half_ulp = e - (static_cast<uint32_t>(mantissa + 1) << 20);
-  return add(bits_d(static_cast<uint64_t>(half_ulp) << 32), mul(a, u32_scale));
-}
 // An element passes when it is not NaN and within `tol` of want.
 DCP_HD bool element_passes(double got, double want, double tol) {
   return !is_nan(got) && abs(sub(got, want)) <= tol;

@@ -105,7 +105,7 @@ bool bench_one(int w, int t, int reps, const DeviceValueTable& table, Timing* ou
          "copy flags");
   p.output = static_cast<const uint8_t*>(dev_region) + kGuard;
   p.row_kinds = static_cast<const uint8_t*>(dev_kinds);
-  p.check_table = table.check;
+  p.table = table.bits;
   region.base = dev_region;
   auto check = [&] {
     return launch_device_check(p, region, kCanary, scratch, scratch_bytes, true, result, nullptr);

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "device_check_row.h"
 #include "mix.h"
 #include "numeric.h"
 
@@ -13,7 +12,6 @@ namespace dcp {
 
 bool device_checkable(const Case& c, const CheckProfile& profile) {
   return !profile.upstream && c.dcp_size <= kDeviceCheckMaxSources &&
-         c.geometry.head_dim <= kCheckMaxHeadDim &&
          (c.out_dtype == DType::kFp16 || c.out_dtype == DType::kBf16);
 }
 

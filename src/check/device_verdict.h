@@ -15,8 +15,7 @@
 namespace dcp {
 
 // Whether the device checker can check case `c` (its strict profile; the
-// upstream profile, groups over kDeviceCheckMaxSources and rows wider than
-// kCheckMaxHeadDim are the CPU's).
+// upstream profile and groups over kDeviceCheckMaxSources are the CPU's).
 bool device_checkable(const Case& c, const CheckProfile& profile);
 
 // Every source's row kinds of one op, [W][T] LseRowKind (the device checker

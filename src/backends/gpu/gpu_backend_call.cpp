@@ -352,7 +352,7 @@ void GpuBackend::enqueue_call(const CallShape& sh, const CallInputs& in, CallSta
     p.output = output_of(b);
     p.combined_lse = sh.lse_out_bytes > 0 ? reinterpret_cast<const float*>(lse_of(sh, b)) : nullptr;
     p.row_kinds = static_cast<const uint8_t*>(b.packed.data()) + PackedInputs(sh).kinds;
-    p.check_table = value_table_.check;
+    p.table = value_table_.bits;
     const launch_observer::Unobserved ours;
     auto* result = static_cast<DeviceCheckResult*>(st.check_result.data());
     result->written = 0;  // collect refuses a result this check did not write
