@@ -4,7 +4,8 @@
 # build on the device. First each of B, C, ...'s GPU programs that hold it to
 # the host (gpu_inputs: the preparation's bytes; gpu_check_agree: the device
 # check's verdicts), then the check kernel alone for every tree on one rank's
-# MPS share at world 8 (gpu_check_bench, 12.5%), then stress (kimi, MPS, seed
+# MPS share at world 8 (gpu_check_bench, 12.5%; bf16, then fp16 outputs: a
+# tree older than the bench's --fp16 prints its usage there), then stress (kimi, MPS, seed
 # 11, AB_DURATION each, default 8s) at the worlds in AB_WORLDS (default "8 4
 # 2"; empty: none), the trees in order, AB_ROUNDS times (default 1), then B's
 # check-twice and prep-twice at world 8 (their marginal costs: ci/perf.py
@@ -50,10 +51,14 @@ for side in "${others[@]}"; do
   run "$b" "agree-$side" "$b/tests/gpu_check_agree" || status=1
 done
 if mps_start; then
-  for side in "${used[@]}"; do
-    CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12.5 run "${build[$side]}" "bench12-$side" \
-      "${build[$side]}/tests/gpu_check_bench" --reps 100
-    grep -E '^ +8 ' "$work/bench12-$side.log"
+  for format in bf16 fp16; do
+    flags=(--reps 100)
+    [[ $format == fp16 ]] && flags+=(--fp16)
+    for side in "${used[@]}"; do
+      CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=12.5 run "${build[$side]}" "bench12-$format-$side" \
+        "${build[$side]}/tests/gpu_check_bench" "${flags[@]}"
+      grep -E '^ +8 ' "$work/bench12-$format-$side.log"
+    done
   done
   mps_stop
 fi

@@ -8,7 +8,8 @@
 // Not a CTest test; `ci/gpu.sh checkbench` runs it, and Nsight Compute on it
 // when ncu is installed (one process, so nothing waits on a peer).
 //
-//   gpu_check_bench [--reps N] [--only W,T]   (--only: that one row, e.g. under ncu)
+//   gpu_check_bench [--reps N] [--only W,T] [--fp16]   (--only: that one row, e.g. under ncu;
+//   --fp16: fp16 outputs, else bf16)
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -61,12 +62,12 @@ bool time_launches(int n, cudaStream_t s, float* us, Launch launch) {
 
 // One (W, T): the check of group rank 0's reference output, then the
 // preparation of source 0's partial_output.
-bool bench_one(int w, int t, int reps, const DeviceValueTable& table, Timing* out) {
+bool bench_one(int w, int t, DType out_dtype, int reps, const DeviceValueTable& table, Timing* out) {
   Case c;
   c.dcp_size = w;
   c.geometry = *find_geometry("kimi");
   c.num_tokens = t;
-  c.out_dtype = DType::kBf16;
+  c.out_dtype = out_dtype;
   c.lse_dtype = DType::kFp32;
   c.lse_base = LseBase::kE;
   c.seed = 0xbe4c4;
@@ -153,14 +154,17 @@ bool bench_one(int w, int t, int reps, const DeviceValueTable& table, Timing* ou
 
 int main(int argc, char** argv) {
   int reps = 200, only_w = 0, only_t = 0;
+  DType out_dtype = DType::kBf16;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--only" && i + 1 < argc &&
                std::sscanf(argv[++i], "%d,%d", &only_w, &only_t) == 2) {
+    } else if (a == "--fp16") {
+      out_dtype = DType::kFp16;
     } else {
-      std::fprintf(stderr, "usage: gpu_check_bench [--reps N] [--only W,T]\n");
+      std::fprintf(stderr, "usage: gpu_check_bench [--reps N] [--only W,T] [--fp16]\n");
       return 2;
     }
   }
@@ -172,15 +176,15 @@ int main(int argc, char** argv) {
   if (!ok(reserve_device_check_stack(), "reserve the check's stack")) return 1;
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
-  std::printf("gpu_check_bench: %s, %d SMs, kimi (H=16, D=512), bf16, %d launches each\n",
-              prop.name, prop.multiProcessorCount, reps);
+  std::printf("gpu_check_bench: %s, %d SMs, kimi (H=16, D=512), %s, %d launches each\n",
+              prop.name, prop.multiProcessorCount, out_dtype == DType::kFp16 ? "fp16" : "bf16", reps);
   std::printf("%3s %5s %12s %14s %10s %12s\n", "W", "T", "elements", "check_us", "Gelem/s",
               "prep_us");
   for (int w : {2, 4, 8}) {
     for (int t : {1, 16, 64, 128}) {
       if (only_w != 0 && (w != only_w || t != only_t)) continue;
       Timing tm;
-      if (!bench_one(w, t, reps, table, &tm)) return 1;
+      if (!bench_one(w, t, out_dtype, reps, table, &tm)) return 1;
       const double elems = 16.0 * 512 * t;
       std::printf("%3d %5d %12.0f %14.1f %10.2f %12.1f\n", w, t, elems, tm.check_us,
                   elems / (tm.check_us * 1e3), tm.prep_us);
