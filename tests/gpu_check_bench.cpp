@@ -176,8 +176,9 @@ int main(int argc, char** argv) {
   if (!ok(reserve_device_check_stack(), "reserve the check's stack")) return 1;
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
+  const std::string format(to_string(out_dtype));
   std::printf("gpu_check_bench: %s, %d SMs, kimi (H=16, D=512), %s, %d launches each\n",
-              prop.name, prop.multiProcessorCount, out_dtype == DType::kFp16 ? "fp16" : "bf16", reps);
+              prop.name, prop.multiProcessorCount, format.c_str(), reps);
   std::printf("%3s %5s %12s %14s %10s %12s\n", "W", "T", "elements", "check_us", "Gelem/s",
               "prep_us");
   for (int w : {2, 4, 8}) {
